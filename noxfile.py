@@ -1,0 +1,169 @@
+"""Compose gptlab's packages into test, grading, lint and build sessions.
+
+Each package session gets its own virtualenv holding only that package, the
+siblings it declares and its test tools, so an undeclared sibling import fails
+there. torch is installed once per machine into `.nox/_torch` (a plain
+`--target` directory) and linked into every venv with a `.pth` file: the same
+local CPU wheel, without twenty copies of it.
+
+Set a package's variable (e.g. KV_CACHE_MODULE=my_attempt.py) to grade a
+candidate; its package session then runs only the contract tests.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PACKAGES_DIR = ROOT / "packages"
+TORCH_REQUIREMENT = "torch==2.13.0"
+TORCH_SITE = ROOT / ".nox" / "_torch"
+
+nox.options.default_venv_backend = "virtualenv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_external_run = True
+
+# package directory -> the variable its suite grades
+PACKAGE_VARIABLES = {
+    "tinygpt": "TINY_GPT_MODULE",
+    "cache_aware_lm": "CACHE_AWARE_LM_MODULE",
+    "kv_cache": "KV_CACHE_MODULE",
+    "prefix_cache": "PREFIX_CACHE_MODULE",
+    "chunked_prefill": "CHUNKED_PREFILL_MODULE",
+    "speculative": "SPECULATIVE_DECODING_MODULE",
+}
+RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
+SLICE_PACKAGES = RUNTIME_PACKAGES[1:]  # the inference-state slice after the base model
+
+
+def _shared_torch() -> Path:
+    """Install the local CPU torch once per machine into a plain directory."""
+    marker = TORCH_SITE / ".complete"
+    if not marker.exists():
+        import subprocess
+
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             "--target", str(TORCH_SITE), "--upgrade", TORCH_REQUIREMENT, "numpy"],
+            check=True,
+        )
+        marker.write_text(TORCH_REQUIREMENT + "\n")
+    return TORCH_SITE
+
+
+def _link_torch(session: nox.Session) -> None:
+    site = session.run(
+        "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        silent=True,
+    )
+    assert isinstance(site, str)
+    Path(site.strip(), "_gptlab_shared_torch.pth").write_text(f"{_shared_torch()}\n")
+
+
+def install_packages(session: nox.Session, *names: str, extras: str = "test") -> None:
+    """Install packages from this repository (never from an index) over the shared torch."""
+    _link_torch(session)
+    suffix = f"[{extras}]" if extras else ""
+    session.install(*(f"{PACKAGES_DIR / name}{suffix}" for name in names))
+
+
+def _contract_only(names: tuple[str, ...]) -> list[str]:
+    """A swapped-in candidate is graded on the contract alone."""
+    swapped = any(os.environ.get(PACKAGE_VARIABLES[name]) for name in names)
+    return ["-m", "contract"] if swapped else []
+
+
+def run_suites(session: nox.Session, names: tuple[str, ...], *paths: str) -> None:
+    suites = [str(PACKAGES_DIR / name / "tests") for name in names] + list(paths)
+    session.run("pytest", *suites, *_contract_only(names), *session.posargs)
+
+
+def _package_session(name: str) -> None:
+    @nox.session(name=name)
+    def suite(session: nox.Session) -> None:
+        install_packages(session, name)
+        run_suites(session, (name,))
+
+    suite.__doc__ = f"The {name} suite, in a venv holding only its package and declared siblings."
+
+
+for _name in RUNTIME_PACKAGES:
+    _package_session(_name)
+
+
+def _tier_session(tier: int) -> None:
+    @nox.session(name=f"tier{tier}")
+    def suite(session: nox.Session) -> None:
+        install_packages(session, "tinygpt")
+        session.run("pytest", str(PACKAGES_DIR / "tinygpt" / "tests"), "-m", f"tier{tier}",
+                    *session.posargs)
+
+    suite.__doc__ = f"tinygpt tier {tier} only (honours TINY_GPT_MODULE)."
+
+
+for _tier in range(4):
+    _tier_session(_tier)
+
+
+@nox.session
+def testkit(session: nox.Session) -> None:
+    """The grading machinery's own tests."""
+    install_packages(session, "testkit", extras="")
+    session.run("pytest", str(PACKAGES_DIR / "testkit" / "tests"), *session.posargs)
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """The composed slice: prefix cache -> KVCache -> chunked prefill -> decode."""
+    install_packages(session, *RUNTIME_PACKAGES)
+    session.run("pytest", "integration_tests", *session.posargs)
+
+
+@nox.session(name="slice")
+def slice_(session: nox.Session) -> None:
+    """The five runtime suites plus integration, in one venv."""
+    install_packages(session, *RUNTIME_PACKAGES)
+    run_suites(session, SLICE_PACKAGES, "integration_tests")
+
+
+@nox.session
+def grade(session: nox.Session) -> None:
+    """Main job: grade the slice (references by default). `-- kv_cache attempt.py` swaps one."""
+    install_packages(session, *RUNTIME_PACKAGES)
+    session.run("python", "-m", "gptlab_testkit.grade", *session.posargs)
+
+
+@nox.session
+def known_bad(session: nox.Session) -> None:
+    """Prove the ladder: every known-bad candidate fails, routed to its owner."""
+    install_packages(session, *RUNTIME_PACKAGES)
+    session.run("python", "-m", "gptlab_testkit.known_bad", "integration_tests/known_bad",
+                *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the whole tree."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy (strict) over every package's source."""
+    install_packages(session, *RUNTIME_PACKAGES)
+    session.install("mypy>=1.10")
+    sources = [str(PACKAGES_DIR / name / "src") for name in (*RUNTIME_PACKAGES, "testkit")]
+    session.run("mypy", *sources)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """hatch builds every wheel and sdist; each wheel installs alone in a fresh venv."""
+    session.install("build>=1.2", "hatchling>=1.21", "virtualenv>=20")
+    session.run("python", "-m", "gptlab_testkit_build" if False else "-c", "pass")

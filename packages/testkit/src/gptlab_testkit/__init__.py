@@ -1,0 +1,43 @@
+"""Shared test support for every gptlab suite.
+
+One place for: loading the implementation under test from its variable
+(`candidate`), the failure-to-owner routing table (`OWNERS`, routing.toml),
+tensor assertions, and the pytest plugin (entry point `gptlab`) that routes
+failures and prints scorecards. Suites import from here and nowhere else.
+"""
+
+from .candidates import VARIABLES, CandidateError, candidate, load_candidate
+from .owners import OWNERS, Owner
+from .tensors import (
+    ATOL,
+    RTOL,
+    LayerKV,
+    PastKeyValues,
+    assert_close,
+    assert_no_shared_storage,
+    assert_past_close,
+    assert_past_unchanged,
+    clone_past,
+    shares_storage,
+    test_device,
+)
+
+__all__ = [
+    "ATOL",
+    "OWNERS",
+    "RTOL",
+    "VARIABLES",
+    "CandidateError",
+    "LayerKV",
+    "Owner",
+    "PastKeyValues",
+    "assert_close",
+    "assert_no_shared_storage",
+    "assert_past_close",
+    "assert_past_unchanged",
+    "candidate",
+    "clone_past",
+    "load_candidate",
+    "shares_storage",
+    "test_device",
+]

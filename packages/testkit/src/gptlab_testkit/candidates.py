@@ -1,0 +1,144 @@
+"""Load the implementation under test from an environment variable.
+
+Every suite reaches the code it grades through one of the variables below, never
+by a direct import, so a stranger's module can be swapped in without touching a
+test. A value is an importable module name or a path to a ``.py`` file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One swappable implementation: its variable, reference module and graded names."""
+
+    name: str
+    package: str
+    default_module: str
+    required_names: tuple[str, ...]
+
+
+VARIABLES: dict[str, Variable] = {
+    variable.name: variable
+    for variable in (
+        Variable("TINY_GPT_MODULE", "tinygpt", "tinygpt", ("GPTConfig", "CausalLMOutput", "TinyGPT")),
+        Variable(
+            "CACHE_AWARE_LM_MODULE",
+            "cache_aware_lm",
+            "cache_aware_lm",
+            ("make_test_model", "make_eos_test_model"),
+        ),
+        Variable("KV_CACHE_MODULE", "kv_cache", "kv_cache", ("append_kv_cache", "KVCache")),
+        Variable(
+            "PREFIX_CACHE_MODULE",
+            "prefix_cache",
+            "prefix_cache",
+            ("PrefixCacheNamespace", "PrefixMatch", "PrefixCache", "PrefixCachedRunner"),
+        ),
+        Variable(
+            "CHUNKED_PREFILL_MODULE", "chunked_prefill", "chunked_prefill", ("chunked_prefill",)
+        ),
+        Variable(
+            "SPECULATIVE_DECODING_MODULE", "speculative", "speculative", ("speculative_generate",)
+        ),
+    )
+}
+
+VARIABLE_BY_PACKAGE: dict[str, Variable] = {v.package: v for v in VARIABLES.values()}
+
+
+class CandidateError(Exception):
+    """A candidate could not be imported or lacks a graded name (one-line message)."""
+
+
+def module_spec(variable: str) -> str:
+    """The module name or path a variable currently selects (its default when unset)."""
+    value = os.environ.get(variable, "").strip()
+    return value or VARIABLES[variable].default_module
+
+
+def is_reference(variable: str) -> bool:
+    return module_spec(variable) == VARIABLES[variable].default_module
+
+
+def _import_path(path: Path) -> ModuleType:
+    module_name = f"gptlab_candidate_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load a module from {path}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before execution: dataclasses and pickling look modules up by name.
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
+def import_spec(spec: str) -> ModuleType:
+    """Import a module by dotted name, or by path when ``spec`` names a ``.py`` file."""
+    if spec.endswith(".py") or os.sep in spec:
+        path = Path(spec).expanduser().resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"no such file: {path}")
+        return _import_path(path)
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as error:
+        # Convenience for `MODULE=my_attempt` with my_attempt.py in the working directory.
+        local = Path.cwd() / f"{spec}.py"
+        if error.name == spec and local.is_file():
+            return _import_path(local)
+        raise
+
+
+@cache
+def load_candidate(variable: str) -> ModuleType:
+    """Import the module a variable selects and check every graded name exists.
+
+    Raises CandidateError with one line naming the variable, the module and what failed.
+    """
+    if variable not in VARIABLES:
+        raise CandidateError(f"unknown implementation variable {variable!r}")
+    spec = module_spec(variable)
+    try:
+        module = import_spec(spec)
+    except Exception as error:  # any failure of a stranger's module is reported, not raised
+        where = ""
+        tb = error.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" ({Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno})"
+        raise CandidateError(
+            f"{variable}={spec}: module could not be imported: "
+            f"{type(error).__name__}: {error}{where}"
+        ) from None
+    missing = [name for name in VARIABLES[variable].required_names if not hasattr(module, name)]
+    if missing:
+        raise CandidateError(
+            f"{variable}={spec}: module {module.__name__!r} does not define "
+            + ", ".join(repr(name) for name in missing)
+        )
+    return module
+
+
+def candidate(variable: str) -> ModuleType:
+    """The test-facing loader: a broken candidate ends the pytest session with one line."""
+    try:
+        return load_candidate(variable)
+    except CandidateError as error:
+        import pytest
+
+        pytest.exit(f"candidate error: {error}", returncode=pytest.ExitCode.USAGE_ERROR)

@@ -1,0 +1,28 @@
+"""The failure-to-owner routing table, read from routing.toml (kept once, as data)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The mechanism that owns a failed invariant, and where to repair it."""
+
+    key: str
+    package: str
+    mechanism: str
+    repair: str
+
+
+def _load() -> dict[str, Owner]:
+    text = resources.files(__package__).joinpath("routing.toml").read_text(encoding="utf-8")
+    return {
+        key: Owner(key=key, package=row["package"], mechanism=row["mechanism"], repair=row["repair"])
+        for key, row in tomllib.loads(text).items()
+    }
+
+
+OWNERS: dict[str, Owner] = _load()

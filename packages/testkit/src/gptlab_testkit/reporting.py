@@ -1,0 +1,82 @@
+"""Text tables shared by the pytest plugin, the grader and the known-bad ladder."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+from .candidates import VARIABLES, is_reference, module_spec
+from .owners import OWNERS
+from .results import TIERS, TestResult
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """Left-aligned plain-text table, one string per line."""
+    cells = [[str(cell) for cell in headers]] + [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return [line.rstrip() for line in lines]
+
+
+def graded_modules() -> dict[str, str]:
+    return {name: module_spec(name) for name in VARIABLES}
+
+
+def module_lines() -> list[str]:
+    rows = [
+        (name, spec, "reference" if is_reference(name) else "CANDIDATE")
+        for name, spec in graded_modules().items()
+    ]
+    return table(("variable", "module", "role"), rows)
+
+
+def scorecard_lines(results: Sequence[TestResult]) -> list[str]:
+    """Passed / failed / skipped per package, and per tier inside tinygpt."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for result in results:
+        counts[result.package][result.outcome] += 1
+        for tier in result.tiers:
+            counts[f"{result.package} {tier}"][result.outcome] += 1
+    order = sorted(counts, key=lambda key: (key.split(" ")[0], key))
+    rows = []
+    for key in order:
+        label = key if " " not in key else "  " + key.split(" ", 1)[1]
+        c = counts[key]
+        verdict = "FAIL" if c["failed"] else "pass"
+        rows.append((label, c["passed"], c["failed"], c["skipped"], verdict))
+    return table(("package / tier", "passed", "failed", "skipped", "verdict"), rows)
+
+
+def routing_lines(results: Sequence[TestResult]) -> list[str]:
+    """For each owner with failures: its mechanism, the repair target and the failed tests."""
+    failed: dict[str, list[str]] = defaultdict(list)
+    for result in results:
+        if result.outcome == "failed":
+            failed[result.owner].append(result.nodeid)
+    lines: list[str] = []
+    for key in sorted(failed, key=lambda k: (OWNERS[k].package, k) if k in OWNERS else ("", k)):
+        owner = OWNERS.get(key)
+        mechanism = owner.mechanism if owner else "unknown owner"
+        package = owner.package if owner else "?"
+        lines.append(f"{key}  [{package}] {mechanism}  ({len(failed[key])} failed)")
+        if owner:
+            lines.append(f"    repair: {owner.repair}")
+        for nodeid in failed[key]:
+            lines.append(f"    - {nodeid}")
+    return lines
+
+
+def failed_owners(results: Iterable[TestResult]) -> set[str]:
+    return {result.owner for result in results if result.outcome == "failed"}
+
+
+__all__ = [
+    "TIERS",
+    "failed_owners",
+    "graded_modules",
+    "module_lines",
+    "routing_lines",
+    "scorecard_lines",
+    "table",
+]

@@ -1,0 +1,48 @@
+"""What one graded test is: where it lives, which tier and owner it has, how it ended."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+Outcome = Literal["passed", "failed", "skipped"]
+TIERS = ("tier0", "tier1", "tier2", "tier3")
+
+
+@dataclass
+class TestResult:
+    nodeid: str
+    package: str
+    owner: str
+    kind: Literal["contract", "extension"]
+    tiers: tuple[str, ...]
+    outcome: Outcome = "passed"
+
+    __test__ = False  # not a pytest test class
+
+
+def package_of(path: Path) -> str:
+    """`packages/<name>/tests/...` -> name; `integration_tests/...` -> integration."""
+    parts = path.parts
+    if "integration_tests" in parts:
+        return "integration"
+    if "packages" in parts:
+        index = len(parts) - 1 - parts[::-1].index("packages")
+        if index + 1 < len(parts):
+            return parts[index + 1]
+    return path.parent.name
+
+
+def write_report(path: Path, results: list[TestResult], header: dict[str, str]) -> None:
+    payload = {"modules": header, "tests": [asdict(result) for result in results]}
+    path.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+
+
+def read_report(path: Path) -> tuple[dict[str, str], list[TestResult]]:
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    tests = [
+        TestResult(**{**row, "tiers": tuple(row["tiers"])}) for row in payload["tests"]
+    ]
+    return payload["modules"], tests
