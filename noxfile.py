@@ -47,8 +47,19 @@ def _shared_torch() -> Path:
         import subprocess
 
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "--target", str(TORCH_SITE), "--upgrade", TORCH_REQUIREMENT, "numpy"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--target",
+                str(TORCH_SITE),
+                "--upgrade",
+                TORCH_REQUIREMENT,
+                "numpy",
+            ],
             check=True,
         )
         marker.write_text(TORCH_REQUIREMENT + "\n")
@@ -57,7 +68,9 @@ def _shared_torch() -> Path:
 
 def _link_torch(session: nox.Session) -> None:
     site = session.run(
-        "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        "python",
+        "-c",
+        "import sysconfig; print(sysconfig.get_paths()['purelib'])",
         silent=True,
     )
     assert isinstance(site, str)
@@ -99,8 +112,9 @@ def _tier_session(tier: int) -> None:
     @nox.session(name=f"tier{tier}")
     def suite(session: nox.Session) -> None:
         install_packages(session, "tinygpt")
-        session.run("pytest", str(PACKAGES_DIR / "tinygpt" / "tests"), "-m", f"tier{tier}",
-                    *session.posargs)
+        session.run(
+            "pytest", str(PACKAGES_DIR / "tinygpt" / "tests"), "-m", f"tier{tier}", *session.posargs
+        )
 
     suite.__doc__ = f"tinygpt tier {tier} only (honours TINY_GPT_MODULE)."
 
@@ -141,8 +155,9 @@ def grade(session: nox.Session) -> None:
 def known_bad(session: nox.Session) -> None:
     """Prove the ladder: every known-bad candidate fails, routed to its owner."""
     install_packages(session, *RUNTIME_PACKAGES)
-    session.run("python", "-m", "gptlab_testkit.known_bad", "integration_tests/known_bad",
-                *session.posargs)
+    session.run(
+        "python", "-m", "gptlab_testkit.known_bad", "integration_tests/known_bad", *session.posargs
+    )
 
 
 @nox.session

@@ -30,7 +30,9 @@ class Variable:
 VARIABLES: dict[str, Variable] = {
     variable.name: variable
     for variable in (
-        Variable("TINY_GPT_MODULE", "tinygpt", "tinygpt", ("GPTConfig", "CausalLMOutput", "TinyGPT")),
+        Variable(
+            "TINY_GPT_MODULE", "tinygpt", "tinygpt", ("GPTConfig", "CausalLMOutput", "TinyGPT")
+        ),
         Variable(
             "CACHE_AWARE_LM_MODULE",
             "cache_aware_lm",
@@ -103,6 +105,20 @@ def import_spec(spec: str) -> ModuleType:
         raise
 
 
+def _innermost_user_frame(error: BaseException) -> str:
+    """' (file.py:line)' of the deepest frame outside the import machinery, if any."""
+    where = ""
+    tb = error.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith("<frozen") and "importlib" not in filename:
+            where = f" ({Path(filename).name}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    if isinstance(error, SyntaxError):
+        return ""  # its message already names the file and line
+    return where if "candidates.py" not in where else ""
+
+
 @cache
 def load_candidate(variable: str) -> ModuleType:
     """Import the module a variable selects and check every graded name exists.
@@ -115,12 +131,7 @@ def load_candidate(variable: str) -> ModuleType:
     try:
         module = import_spec(spec)
     except Exception as error:  # any failure of a stranger's module is reported, not raised
-        where = ""
-        tb = error.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        if tb is not None:
-            where = f" ({Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno})"
+        where = _innermost_user_frame(error)
         raise CandidateError(
             f"{variable}={spec}: module could not be imported: "
             f"{type(error).__name__}: {error}{where}"
@@ -134,11 +145,15 @@ def load_candidate(variable: str) -> ModuleType:
     return module
 
 
+# One-line errors of candidates that failed while a test module was being collected;
+# the pytest plugin turns the first into a session exit instead of a traceback wall.
+collection_errors: list[str] = []
+
+
 def candidate(variable: str) -> ModuleType:
     """The test-facing loader: a broken candidate ends the pytest session with one line."""
     try:
         return load_candidate(variable)
     except CandidateError as error:
-        import pytest
-
-        pytest.exit(f"candidate error: {error}", returncode=pytest.ExitCode.USAGE_ERROR)
+        collection_errors.append(str(error))
+        raise

@@ -20,7 +20,9 @@ class Owner:
 def _load() -> dict[str, Owner]:
     text = resources.files(__package__).joinpath("routing.toml").read_text(encoding="utf-8")
     return {
-        key: Owner(key=key, package=row["package"], mechanism=row["mechanism"], repair=row["repair"])
+        key: Owner(
+            key=key, package=row["package"], mechanism=row["mechanism"], repair=row["repair"]
+        )
         for key, row in tomllib.loads(text).items()
     }
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .candidates import VARIABLES
+from .candidates import VARIABLES, collection_errors
 from .owners import OWNERS
 from .reporting import graded_modules, module_lines, routing_lines, scorecard_lines
 from .results import TIERS, TestResult, package_of, write_report
@@ -80,6 +80,14 @@ class GptlabSession:
         if problems:
             raise pytest.UsageError("unrouted tests:\n  " + "\n  ".join(problems))
         self.results = {r.nodeid: r for r in records if isinstance(r, TestResult)}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        # A broken candidate ends the run with one line, before any traceback is reported.
+        report = yield
+        if report.failed and collection_errors:
+            pytest.exit(f"candidate error: {collection_errors[0]}", returncode=4)
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         result = self.results.get(report.nodeid)

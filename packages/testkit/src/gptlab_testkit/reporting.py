@@ -14,7 +14,10 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]
     """Left-aligned plain-text table, one string per line."""
     cells = [[str(cell) for cell in headers]] + [[str(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in cells]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in cells
+    ]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return [line.rstrip() for line in lines]
 

@@ -42,7 +42,5 @@ def write_report(path: Path, results: list[TestResult], header: dict[str, str]) 
 
 def read_report(path: Path) -> tuple[dict[str, str], list[TestResult]]:
     payload = json.loads(path.read_text(encoding="utf-8"))
-    tests = [
-        TestResult(**{**row, "tiers": tuple(row["tiers"])}) for row in payload["tests"]
-    ]
+    tests = [TestResult(**{**row, "tiers": tuple(row["tiers"])}) for row in payload["tests"]]
     return payload["modules"], tests

@@ -24,7 +24,9 @@ def test_device() -> torch.device:
 test_device.__test__ = False  # type: ignore[attr-defined]
 
 
-def assert_close(actual: Tensor, expected: Tensor, what: str = "tensor", **tolerance: float) -> None:
+def assert_close(
+    actual: Tensor, expected: Tensor, what: str = "tensor", **tolerance: float
+) -> None:
     """fp32 parity (ATOL/RTOL unless overridden), with a message naming what differs."""
     torch.testing.assert_close(
         actual,

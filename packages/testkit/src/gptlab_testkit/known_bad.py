@@ -1,0 +1,175 @@
+"""`nox -s known_bad`: prove the ladder catches every known-bad candidate.
+
+    python -m gptlab_testkit.known_bad integration_tests/known_bad [-k SUBSTRING]
+
+Each `bad_*.py` in the folder declares the variable it is swapped in through and
+the owner the ladder must route it to:
+
+    \"\"\"Blocks kept in a plain Python list.\"\"\"
+    VARIABLE = "TINY_GPT_MODULE"
+    EXPECTED_OWNER = "registration"
+
+Every candidate is graded like `grade` does (contract tests, fresh process) on
+the suite of the package it replaces. A candidate is caught when that suite
+fails and at least one failure is routed to EXPECTED_OWNER. The references must
+pass the same suites. Prints a table and `known-bad caught: N/M`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .candidates import VARIABLES
+from .owners import OWNERS
+from .reporting import failed_owners, table
+from .suites import SuiteRun, run_pytest
+
+# One thread per interpreter: tiny models gain nothing from intra-op threads, and
+# the candidates run side by side.
+_QUIET_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+_GRADE_ARGS = ("-m", "contract", "-q", "--tb=no", "--no-header")
+
+
+@dataclass(frozen=True)
+class KnownBad:
+    path: Path
+    mistake: str
+    variable: str
+    expected_owner: str
+
+    @property
+    def suite(self) -> Path:
+        return Path("packages") / VARIABLES[self.variable].package / "tests"
+
+
+def read_known_bad(path: Path) -> KnownBad:
+    """Read the declaration without importing the candidate."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    constants: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    constants[target.id] = node.value.value
+    docstring = (ast.get_docstring(tree) or "").strip().splitlines()
+    variable = constants.get("VARIABLE", "")
+    owner = constants.get("EXPECTED_OWNER", "")
+    if variable not in VARIABLES:
+        raise ValueError(
+            f"{path.name}: VARIABLE must be one of {sorted(VARIABLES)}, got {variable!r}"
+        )
+    if owner not in OWNERS:
+        raise ValueError(f"{path.name}: EXPECTED_OWNER {owner!r} is not a routing.toml key")
+    if not docstring:
+        raise ValueError(f"{path.name}: the docstring's first line must state the mistake")
+    return KnownBad(path, docstring[0], variable, owner)
+
+
+@dataclass
+class Verdict:
+    candidate: KnownBad
+    run: SuiteRun
+    seconds: float
+
+    @property
+    def failed(self) -> int:
+        return sum(result.outcome == "failed" for result in self.run.results)
+
+    @property
+    def owners(self) -> set[str]:
+        return failed_owners(self.run.results)
+
+    @property
+    def caught(self) -> bool:
+        return self.run.returncode == 1 and self.candidate.expected_owner in self.owners
+
+    @property
+    def label(self) -> str:
+        if self.caught:
+            return "caught"
+        if self.run.returncode not in (0, 1):
+            return f"ERROR (pytest exit {self.run.returncode})"
+        if self.run.returncode == 0:
+            return "MISSED (suite passed)"
+        return "MISROUTED"
+
+
+def _grade(candidate: KnownBad) -> Verdict:
+    started = time.perf_counter()
+    env = {**_QUIET_ENV, candidate.variable: str(candidate.path.resolve())}
+    run = run_pytest([str(candidate.suite)], env, _GRADE_ARGS)
+    return Verdict(candidate, run, time.perf_counter() - started)
+
+
+def _check_references(suites: set[Path]) -> list[str]:
+    """The references must pass every suite the ladder uses."""
+    problems = []
+    for suite in sorted(suites):
+        run = run_pytest([str(suite)], _QUIET_ENV, _GRADE_ARGS)
+        status = "pass" if run.returncode == 0 else f"FAIL (exit {run.returncode})"
+        print(f"reference on {suite}: {status}", flush=True)
+        if run.returncode != 0:
+            problems.append(f"references fail {suite}:\n{run.output[-3000:]}")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="known_bad", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+
+    paths = sorted(p for p in args.folder.glob("bad_*.py") if args.only in p.stem)
+    if not paths:
+        print(f"known_bad: no bad_*.py candidates in {args.folder}", file=sys.stderr)
+        return 2
+    candidates = [read_known_bad(path) for path in paths]
+    problems = _check_references({candidate.suite for candidate in candidates})
+
+    verdicts: list[Verdict] = []
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for verdict in pool.map(_grade, candidates):
+            verdicts.append(verdict)
+            print(
+                f"  {verdict.label:<22} {verdict.candidate.path.stem} ({verdict.seconds:.1f}s)",
+                flush=True,
+            )
+
+    rows = [
+        (
+            v.candidate.path.stem.removeprefix("bad_"),
+            v.candidate.expected_owner,
+            v.failed,
+            ", ".join(sorted(v.owners)) or "-",
+            v.label,
+        )
+        for v in verdicts
+    ]
+    print()
+    for line in table(
+        ("candidate", "expected owner", "tests failed", "owners hit", "verdict"), rows
+    ):
+        print(line)
+    for verdict in verdicts:
+        if not verdict.caught:
+            problems.append(
+                f"{verdict.candidate.path.name} ({verdict.candidate.mistake}) was not caught"
+                f" by {verdict.candidate.suite}: {verdict.label}\n{verdict.run.output[-2000:]}"
+            )
+    caught = sum(v.caught for v in verdicts)
+    print(f"\nknown-bad caught: {caught}/{len(verdicts)}")
+    for problem in problems:
+        print(f"\n{problem}", file=sys.stderr)
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
