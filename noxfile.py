@@ -179,6 +179,56 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def build(session: nox.Session) -> None:
-    """hatch builds every wheel and sdist; each wheel installs alone in a fresh venv."""
-    session.install("build>=1.2", "hatchling>=1.21", "virtualenv>=20")
-    session.run("python", "-m", "gptlab_testkit_build" if False else "-c", "pass")
+    """hatchling builds every wheel and sdist; each wheel installs alone in a fresh venv."""
+    import shutil
+    import tempfile
+
+    session.install("build>=1.2", "virtualenv>=20")
+    dist = ROOT / ".nox" / "_dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    for name in (*RUNTIME_PACKAGES, "testkit"):
+        # --sdist --wheel builds both from the source tree (not the wheel from the sdist),
+        # so the sibling direct references resolve against this repository.
+        session.run(
+            "python",
+            "-m",
+            "build",
+            "--sdist",
+            "--wheel",
+            "--outdir",
+            str(dist / name),
+            str(PACKAGES_DIR / name),
+            silent=True,
+        )
+        wheels = sorted((dist / name).glob("*.whl"))
+        sdists = sorted((dist / name).glob("*.tar.gz"))
+        if len(wheels) != 1 or len(sdists) != 1:
+            session.error(f"{name}: expected one wheel and one sdist, got {wheels + sdists}")
+        session.log(f"built {wheels[0].name} and {sdists[0].name}")
+    for name in RUNTIME_PACKAGES:
+        wheel = next((dist / name).glob("*.whl"))
+        with tempfile.TemporaryDirectory(prefix=f"gptlab-{name}-") as scratch:
+            venv = Path(scratch) / "venv"
+            session.run("python", "-m", "virtualenv", "--quiet", str(venv), silent=True)
+            python = str(venv / "bin" / "python")
+            purelib = session.run(
+                python,
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                silent=True,
+                external=True,
+            )
+            assert isinstance(purelib, str)
+            Path(purelib.strip(), "_gptlab_shared_torch.pth").write_text(f"{_shared_torch()}\n")
+            session.run(python, "-m", "pip", "install", "--quiet", str(wheel), external=True)
+            session.run(python, "-c", _IMPORT_CHECK.format(name=name), external=True)
+
+
+# Every name a package exports must resolve once installed alone.
+_IMPORT_CHECK = """
+import importlib
+module = importlib.import_module("{name}")
+missing = [n for n in module.__all__ if not hasattr(module, n)]
+assert not missing, f"{name}: __all__ names missing: {{missing}}"
+print(f"{name}: imports alone, exports {{len(module.__all__)}} names")
+"""

@@ -1,0 +1,119 @@
+"""The grading machinery itself: candidate loading, routing, scorecards, the ladder's manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gptlab_testkit import OWNERS, CandidateError, load_candidate
+from gptlab_testkit.grade import UsageError, parse_assignments
+from gptlab_testkit.known_bad import read_known_bad
+
+pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
+
+# The seed's failure-to-owner table, in this project's keys: every row must be routable.
+SEED_OWNERS = {
+    "registration", "tying", "head_split", "mask_polarity", "eval_dropout", "loss_shift",
+    "tokenwise_cache", "rectangular_mask", "cache_immutability", "fixed_capacity_storage",
+    "prefix_key", "prefix_lru", "chunked_metadata", "speculative_rollback",
+    "sampler_determinism", "eos_context",
+}  # fmt: skip
+
+
+def test_routing_table_covers_the_seed_owners_with_repair_targets() -> None:
+    assert set(OWNERS) >= SEED_OWNERS
+    for owner in OWNERS.values():
+        assert owner.mechanism and owner.repair and owner.package, owner.key
+
+
+def test_candidate_loads_from_a_py_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = tmp_path / "attempt_ok.py"
+    module.write_text("def chunked_prefill(*args, **kwargs):\n    return 'mine'\n")
+    monkeypatch.setenv("CHUNKED_PREFILL_MODULE", str(module))
+    load_candidate.cache_clear()
+    try:
+        assert load_candidate("CHUNKED_PREFILL_MODULE").chunked_prefill() == "mine"
+    finally:
+        load_candidate.cache_clear()
+
+
+def test_missing_name_is_one_line_naming_variable_module_and_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "attempt_empty.py"
+    module.write_text("X = 1\n")
+    monkeypatch.setenv("KV_CACHE_MODULE", str(module))
+    load_candidate.cache_clear()
+    try:
+        with pytest.raises(CandidateError) as error:
+            load_candidate("KV_CACHE_MODULE")
+    finally:
+        load_candidate.cache_clear()
+    message = str(error.value)
+    assert "\n" not in message
+    assert "KV_CACHE_MODULE" in message
+    assert "attempt_empty" in message
+    assert "'append_kv_cache'" in message and "'KVCache'" in message
+
+
+def test_import_failure_is_one_line_with_the_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "attempt_boom.py"
+    module.write_text("import torch\nraise RuntimeError('half-written attempt')\n")
+    monkeypatch.setenv("SPECULATIVE_DECODING_MODULE", str(module))
+    load_candidate.cache_clear()
+    try:
+        with pytest.raises(
+            CandidateError, match=r"RuntimeError: half-written attempt \(attempt_boom.py:2\)"
+        ):
+            load_candidate("SPECULATIVE_DECODING_MODULE")
+    finally:
+        load_candidate.cache_clear()
+
+
+def test_grade_arguments_accept_pairs_and_assignments(tmp_path: Path) -> None:
+    attempt = tmp_path / "attempt.py"
+    attempt.write_text("")
+    parsed = parse_assignments(["kv_cache", str(attempt), "speculative=my.module"])
+    assert parsed == {
+        "KV_CACHE_MODULE": str(attempt.resolve()),
+        "SPECULATIVE_DECODING_MODULE": "my.module",
+    }
+    assert parse_assignments([f"TINY_GPT_MODULE={attempt}"]) == {
+        "TINY_GPT_MODULE": str(attempt.resolve())
+    }
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["kv_cach", "a.py"], "unknown package 'kv_cach'"),
+        (["kv_cache"], "missing the candidate path"),
+        (["kv_cache=/no/such/attempt.py"], "candidate file not found"),
+    ],
+)
+def test_grade_arguments_reject_mistakes(arguments: list[str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_assignments(arguments)
+
+
+def test_known_bad_manifest_is_read_without_importing(tmp_path: Path) -> None:
+    path = tmp_path / "bad_example.py"
+    path.write_text(
+        '"""Loss computed without the shift.\n\nMore words."""\n'
+        'VARIABLE = "TINY_GPT_MODULE"\nEXPECTED_OWNER = "loss_shift"\nraise SystemExit\n'
+    )
+    bad = read_known_bad(path)
+    assert (bad.mistake, bad.variable, bad.expected_owner) == (
+        "Loss computed without the shift.", "TINY_GPT_MODULE", "loss_shift",
+    )  # fmt: skip
+    assert bad.suite == Path("packages/tinygpt/tests")
+
+
+def test_known_bad_manifest_rejects_an_unknown_owner(tmp_path: Path) -> None:
+    path = tmp_path / "bad_example.py"
+    path.write_text('"""x"""\nVARIABLE = "TINY_GPT_MODULE"\nEXPECTED_OWNER = "nobody"\n')
+    with pytest.raises(ValueError, match="not a routing.toml key"):
+        read_known_bad(path)
