@@ -117,3 +117,13 @@ def test_known_bad_manifest_rejects_an_unknown_owner(tmp_path: Path) -> None:
     path.write_text('"""x"""\nVARIABLE = "TINY_GPT_MODULE"\nEXPECTED_OWNER = "nobody"\n')
     with pytest.raises(ValueError, match="not a routing.toml key"):
         read_known_bad(path)
+
+
+def test_readme_routing_table_matches_routing_toml() -> None:
+    readme = Path(__file__).resolve().parents[3] / "README.md"
+    if not readme.is_file():
+        pytest.skip("run from a repository checkout")
+    text = readme.read_text(encoding="utf-8")
+    for owner in OWNERS.values():
+        row = f"| `{owner.key}` | {owner.package} | {owner.mechanism} | {owner.repair} |"
+        assert row in text, f"README routing table is stale for {owner.key}"
