@@ -31,11 +31,7 @@ OWNERS: dict[str, Owner] = _load()
 
 
 def markdown_table() -> str:
-    """The routing table as the README shows it (`python -m gptlab_testkit.owners`)."""
+    """The routing table as the top-level README shows it (regenerate it from here)."""
     lines = ["| owner | package | mechanism | repair target |", "|---|---|---|---|"]
     lines += [f"| `{o.key}` | {o.package} | {o.mechanism} | {o.repair} |" for o in OWNERS.values()]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(markdown_table())
