@@ -39,6 +39,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "extension: this project's behaviour beyond the contract")
     config.addinivalue_line("markers", "owner(key): routing.toml key of the owning mechanism")
     config.pluginmanager.register(GptlabSession(config), "gptlab-session")
+    # Tiny models run fastest on one intra-op thread, and suites run side by side.
+    if "OMP_NUM_THREADS" not in os.environ:
+        import torch
+
+        torch.set_num_threads(1)
 
 
 def _owner_of(item: pytest.Item) -> str | None:

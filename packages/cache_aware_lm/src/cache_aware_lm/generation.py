@@ -1,0 +1,105 @@
+"""Greedy generation over any cache-aware model (both variants share it)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from .output import CacheAwareOutput, PastKeyValues
+from .validation import ModelGeometry, validate_tokens
+
+
+class CacheAwareModel(Protocol):
+    training: bool
+
+    @property
+    def geometry(self) -> ModelGeometry: ...
+
+    def train(self, mode: bool = True) -> CacheAwareModel: ...
+
+    def __call__(
+        self,
+        input_ids: Tensor,
+        positions: Tensor,
+        past_key_values: PastKeyValues | None = None,
+        cache_lengths: Tensor | None = None,
+        cache_start_positions: Tensor | None = None,
+        use_cache: bool = False,
+    ) -> CacheAwareOutput: ...
+
+
+def greedy_generate(
+    model: CacheAwareModel,
+    input_ids: Tensor,
+    positions: Tensor,
+    max_new_tokens: int,
+    eos_token_id: int | None = None,
+) -> Tensor:
+    """Prompt plus up to ``max_new_tokens`` argmax tokens, ``[B, T + n]``.
+
+    EOS rule (as tinygpt): a row that emitted EOS keeps emitting it; the loop stops
+    once every row has. The token generated k-th (from 1) sits at position
+    ``positions[:, -1] + k``, which must stay below the context length: checked
+    before the first step. Runs in eval mode and restores the caller's mode.
+    """
+    geometry = model.geometry
+    validate_tokens(input_ids, positions, geometry)
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+        raise ValueError(f"max_new_tokens must be an int, got {max_new_tokens!r}")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if eos_token_id is not None and (
+        isinstance(eos_token_id, bool)
+        or not isinstance(eos_token_id, int)
+        or not 0 <= eos_token_id < geometry.vocab_size
+    ):
+        raise ValueError(f"eos_token_id must be an int in the vocabulary, got {eos_token_id!r}")
+    last_position = int(positions[:, -1].max()) + max_new_tokens
+    if last_position >= geometry.context_length:
+        raise ValueError(
+            f"generating {max_new_tokens} tokens reaches position {last_position}, beyond the "
+            f"context length {geometry.context_length}"
+        )
+    if max_new_tokens == 0:
+        return input_ids.clone()
+
+    was_training = model.training
+    model.train(False)
+    try:
+        with torch.no_grad():
+            return _greedy_loop(model, input_ids, positions, max_new_tokens, eos_token_id)
+    finally:
+        model.train(was_training)
+
+
+def _greedy_loop(
+    model: CacheAwareModel,
+    input_ids: Tensor,
+    positions: Tensor,
+    max_new_tokens: int,
+    eos_token_id: int | None,
+) -> Tensor:
+    out = model(input_ids, positions, use_cache=True)
+    next_positions = positions[:, -1:] + 1
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+    tokens = [input_ids]
+    for step in range(max_new_tokens):
+        next_token = out.logits[:, -1].argmax(dim=-1, keepdim=True)  # [B, 1]
+        if eos_token_id is not None:
+            next_token = next_token.masked_fill(finished[:, None], eos_token_id)
+            finished = finished | (next_token[:, 0] == eos_token_id)
+        tokens.append(next_token)
+        if step == max_new_tokens - 1 or bool(finished.all()):
+            break
+        out = model(
+            next_token,
+            next_positions,
+            past_key_values=out.past_key_values,
+            cache_lengths=out.cache_lengths,
+            cache_start_positions=out.cache_start_positions,
+            use_cache=True,
+        )
+        next_positions = next_positions + 1
+    return torch.cat(tokens, dim=1)

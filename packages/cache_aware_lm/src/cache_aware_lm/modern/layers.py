@@ -1,0 +1,104 @@
+"""The modern block's parts: RMSNorm, SwiGLU MLP and grouped-query attention."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional
+
+from ..attention import grouped_query_attention, merge_heads, split_heads
+from ..cache_update import CacheWriter
+from ..output import LayerKV
+from .config import ModernConfig
+from .rotary import apply_rotary
+
+
+class RMSNorm(nn.Module):
+    """x / rms(x) * weight, no mean subtraction and no bias (computed in fp32)."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return normed.to(x.dtype) * self.weight
+
+
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) * up(x)), bias-free."""
+
+    def __init__(self, config: ModernConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.up_proj = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.down_proj = nn.Linear(config.d_ff, config.d_model, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        out: Tensor = self.down_proj(functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        return out
+
+
+class GroupedQueryAttention(nn.Module):
+    """Project q (H heads) and k, v (H_kv heads), rotate q and k, write the cache, attend.
+
+    The cache holds the rotated keys and the values of the H_kv heads only:
+    ``[B, H_kv, S, D]``; they are repeated per query group just before attention.
+    """
+
+    def __init__(self, config: ModernConfig) -> None:
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.n_kv_heads = config.n_kv_heads
+        kv_width = config.n_kv_heads * config.head_dim
+        self.q_proj = nn.Linear(config.d_model, config.d_model, bias=False)
+        self.k_proj = nn.Linear(config.d_model, kv_width, bias=False)
+        self.v_proj = nn.Linear(config.d_model, kv_width, bias=False)
+        self.out_proj = nn.Linear(config.d_model, config.d_model, bias=False)
+
+    def project_qkv(self, x: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """[B, T, C] -> q [B, H, T, D], k and v [B, H_kv, T, D]; q and k rotated."""
+        q = apply_rotary(split_heads(self.q_proj(x), self.n_heads), cos, sin)
+        k = apply_rotary(split_heads(self.k_proj(x), self.n_kv_heads), cos, sin)
+        v = split_heads(self.v_proj(x), self.n_kv_heads)
+        return q, k, v
+
+    def forward(
+        self,
+        x: Tensor,
+        rotary: tuple[Tensor, Tensor],
+        mask: Tensor,
+        cache_writer: CacheWriter,
+        layer_index: int,
+    ) -> tuple[Tensor, LayerKV]:
+        q, k, v = self.project_qkv(x, *rotary)
+        keys, values = cache_writer.write(layer_index, k, v)  # [B, H_kv, S, D]
+        y = grouped_query_attention(q, keys, values, mask)  # [B, H, T, D]
+        return self.out_proj(merge_heads(y)), (keys, values)
+
+
+class ModernBlock(nn.Module):
+    """Pre-norm residual block with RMSNorm, grouped-query attention and SwiGLU."""
+
+    def __init__(self, config: ModernConfig) -> None:
+        super().__init__()
+        self.attention_norm = RMSNorm(config.d_model, config.rms_norm_eps)
+        self.attention = GroupedQueryAttention(config)
+        self.mlp_norm = RMSNorm(config.d_model, config.rms_norm_eps)
+        self.mlp = SwiGLU(config)
+
+    def forward(
+        self,
+        x: Tensor,
+        rotary: tuple[Tensor, Tensor],
+        mask: Tensor,
+        cache_writer: CacheWriter,
+        layer_index: int,
+    ) -> tuple[Tensor, LayerKV]:
+        attended, layer_kv = self.attention(
+            self.attention_norm(x), rotary, mask, cache_writer, layer_index
+        )
+        x = x + attended
+        return x + self.mlp(self.mlp_norm(x)), layer_kv

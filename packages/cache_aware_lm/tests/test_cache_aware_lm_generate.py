@@ -1,0 +1,108 @@
+"""Greedy generation: full-prefix parity, mode restoration, batched EOS, context bound."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gptlab_testkit import test_device
+from gptlab_testkit.models import cache_aware_modules
+
+MODULES = cache_aware_modules()
+pytestmark = [
+    pytest.mark.contract,
+    pytest.mark.parametrize("lm", list(MODULES.values()), ids=list(MODULES)),
+]
+
+
+def _prompt(origins: list[int], length: int, seed: int = 0):
+    device = test_device()
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 16, (len(origins), length), generator=generator).to(device)
+    positions = torch.tensor(origins, device=device)[:, None] + torch.arange(length, device=device)
+    return ids, positions
+
+
+def _full_prefix_greedy(model, ids, positions, max_new_tokens):
+    """Oracle: recompute the whole sequence from scratch for every new token."""
+    for _ in range(max_new_tokens):
+        next_positions = positions[:, -1:] + 1
+        next_token = model(ids, positions).logits[:, -1].argmax(dim=-1, keepdim=True)
+        ids = torch.cat([ids, next_token], dim=1)
+        positions = torch.cat([positions, next_positions], dim=1)
+    return ids
+
+
+def _context_length(model) -> int:
+    """The first rejected absolute position, found through forward alone."""
+    device = test_device()
+
+    def accepts(position: int) -> bool:
+        try:
+            model(torch.ones(1, 1, dtype=torch.long, device=device),
+                  torch.full((1, 1), position, device=device))  # fmt: skip
+        except ValueError:
+            return False
+        return True
+
+    low, high = 15, 32  # low is accepted (context >= 16); grow high until rejected
+    while accepts(high):
+        low, high = high, high * 2
+        assert high <= 1 << 24, "no position was rejected: the context check is missing"
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if accepts(middle) else (low, middle)
+    return high
+
+
+@pytest.mark.owner("greedy_decoding")
+def test_greedy_generate_matches_full_prefix_recomputation(lm):
+    model = lm.make_test_model().to(test_device())
+    ids, positions = _prompt([2, 7], 3, seed=1)
+    with torch.no_grad():
+        expected = _full_prefix_greedy(model, ids, positions, 6)
+        generated = model.generate(ids, positions, 6)
+    assert torch.equal(generated, expected)
+
+
+@pytest.mark.owner("greedy_decoding")
+def test_generate_leaves_prompt_and_positions_unwritten(lm):
+    model = lm.make_test_model().to(test_device())
+    ids, positions = _prompt([0, 5], 4, seed=2)
+    saved_ids, saved_positions = ids.clone(), positions.clone()
+    generated = model.generate(ids, positions, 3)
+    assert torch.equal(ids, saved_ids)
+    assert torch.equal(positions, saved_positions)
+    assert torch.equal(generated[:, :4], saved_ids)
+
+
+@pytest.mark.owner("greedy_decoding")
+@pytest.mark.parametrize("training", [True, False])
+def test_generate_restores_the_callers_mode(lm, training):
+    model = lm.make_test_model().to(test_device())
+    model.train(training)
+    ids, positions = _prompt([1], 2, seed=3)
+    model.generate(ids, positions, 2)
+    assert model.training is training
+
+
+@pytest.mark.owner("eos_context")
+def test_staggered_batched_eos(lm):
+    model = lm.make_eos_test_model().to(test_device())
+    device = test_device()
+    ids = torch.tensor([[1], [2]], device=device)
+    positions = torch.tensor([[0], [0]], device=device)
+    generated = model.generate(ids, positions, 4, eos_token_id=0)
+    assert generated.tolist() == [[1, 0, 0], [2, 3, 0]]
+
+
+@pytest.mark.owner("eos_context")
+def test_generate_fills_context_exactly_and_rejects_one_more(lm):
+    model = lm.make_test_model().to(test_device())
+    context = _context_length(model)
+    assert context >= 16
+    # Row 1 ends at context - 2, so one new token (position context - 1) fits, two do not.
+    ids, positions = _prompt([0, context - 3], 2, seed=4)
+    assert model.generate(ids, positions, 1).shape == (2, 3)
+    with pytest.raises(ValueError):
+        model.generate(ids, positions, 2)
