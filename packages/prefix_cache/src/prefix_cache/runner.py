@@ -1,0 +1,115 @@
+"""Prefill one prompt, reusing the longest cached prefix and computing only the rest.
+
+For a prompt of T tokens and block size B the runner reuses at most
+
+    B * floor((T - 1) / B)
+
+tokens, so at least one token always goes through the model and produces the
+next-token logits, even when the whole (block-aligned) prompt is cached. The
+suffix runs at its absolute positions against the reused K/V; the complete K/V
+the model returns is then published back, so the next request can reuse it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor
+
+from .cache import PastKeyValues, PrefixCache
+from .keys import PrefixCacheNamespace, check_namespace
+
+
+class CacheAwareModel(Protocol):
+    """The cache-aware LM call the runner relies on (see CONTRACTS.md, cache_aware_lm)."""
+
+    def __call__(
+        self,
+        input_ids: Tensor,
+        positions: Tensor,
+        past_key_values: PastKeyValues | None = ...,
+        cache_lengths: Tensor | None = ...,
+        cache_start_positions: Tensor | None = ...,
+        use_cache: bool = ...,
+    ) -> Any: ...
+
+
+@dataclass(frozen=True)
+class PrefixPrefillOutput:
+    """A prefill's result: suffix logits and the whole prompt's cache state."""
+
+    logits: Tensor  # [1, T - reused_tokens, V]: positions logit_start .. T-1
+    logit_start: int  # prompt index of logits[:, 0] (== reused_tokens)
+    reused_tokens: int
+    past_key_values: PastKeyValues  # whole prompt, every tensor [1, H_kv, T, D]
+    cache_lengths: Tensor  # [1] long, == T
+    cache_start_positions: Tensor  # [1] long, == positions[0, 0]
+
+
+def reuse_cap(prompt_length: int, block_size: int) -> int:
+    """The most tokens a prefill may reuse: B * floor((T - 1) / B)."""
+    return block_size * ((prompt_length - 1) // block_size)
+
+
+class PrefixCachedRunner:
+    """Batch-1 prefill through a cache-aware model, sharing prefixes via a PrefixCache."""
+
+    def __init__(self, model: CacheAwareModel, cache: PrefixCache, namespace: PrefixCacheNamespace):
+        self.model = model
+        self.cache = cache
+        self.namespace = check_namespace(namespace)
+
+    def max_reused_tokens(self, prompt_length: int) -> int:
+        """The reuse cap for a prompt of this length (see `reuse_cap`)."""
+        return reuse_cap(prompt_length, self.cache.block_size)
+
+    @torch.no_grad()
+    def prefill(self, input_ids: Tensor, positions: Tensor) -> PrefixPrefillOutput:
+        """``input_ids`` and ``positions`` are ``[1, T]`` long; positions are absolute."""
+        _check_prompt(input_ids, positions)
+        T = input_ids.shape[1]
+        start = int(positions[0, 0])
+        tokens = tuple(int(token) for token in input_ids[0].tolist())
+
+        match = self.cache.lookup_longest(
+            self.namespace, tokens, start, max_length=self.max_reused_tokens(T)
+        )
+        if match is None:
+            reused = 0
+            output = self.model(input_ids, positions, use_cache=True)
+        else:
+            reused = match.prefix_length
+            output = self.model(
+                input_ids[:, reused:],
+                positions[:, reused:],
+                match.past_key_values,
+                torch.tensor([reused], dtype=torch.long, device=input_ids.device),
+                torch.tensor([start], dtype=torch.long, device=input_ids.device),
+                use_cache=True,
+            )
+
+        self.cache.store(self.namespace, tokens, output.past_key_values, start)
+        return PrefixPrefillOutput(
+            logits=output.logits,
+            logit_start=reused,
+            reused_tokens=reused,
+            past_key_values=output.past_key_values,
+            cache_lengths=output.cache_lengths,
+            cache_start_positions=output.cache_start_positions,
+        )
+
+
+def _check_prompt(input_ids: Tensor, positions: Tensor) -> None:
+    for name, tensor in (("input_ids", input_ids), ("positions", positions)):
+        if not isinstance(tensor, Tensor) or tensor.dim() != 2 or tensor.shape[0] != 1:
+            raise ValueError(f"{name} must be a [1, T] tensor (the runner prefills one prompt)")
+        if tensor.dtype != torch.long:
+            raise ValueError(f"{name} must be torch.long, got {tensor.dtype}")
+    if input_ids.shape[1] == 0:
+        raise ValueError("input_ids must hold at least one token")
+    if positions.shape != input_ids.shape:
+        raise ValueError(
+            f"positions {tuple(positions.shape)} must match input_ids {tuple(input_ids.shape)}"
+        )
