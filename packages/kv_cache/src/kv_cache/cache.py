@@ -1,0 +1,297 @@
+"""KVCache: one request's fixed-capacity K/V storage.
+
+Every layer's key and value are preallocated once as `[B, H_kv, capacity, D]`.
+Row b holds `length[b]` valid tokens in slots `0..length[b]-1`, whose absolute
+positions start at `start[b]`; a token at absolute position p lives in
+
+    slot[b, t] = positions[b, t] - start[b]
+
+Slots at or beyond a row's length are padding: zero after construction and
+`load`, stale after `reset`, never visible as valid tokens. The cache owns the
+storage and the metadata; callers get views (`model_inputs`) or clones
+(`snapshot`, `cache_lengths`, `cache_start_positions`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Self
+
+import torch
+from torch import Tensor
+
+from .checks import LayerKV, PastKeyValues, check_layers, check_positive_int, check_tensor
+from .slots import write_slots
+
+ModelInputs = tuple[PastKeyValues | None, Tensor | None, Tensor | None]
+
+
+class KVCache:
+    """Preallocated per-layer K/V plus per-row lengths and start positions."""
+
+    def __init__(
+        self,
+        layer_count: int,
+        batch_size: int,
+        head_count: int,
+        capacity: int,
+        head_dim: int,
+        *,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+        start_positions: Tensor | Sequence[int] | None = None,
+    ) -> None:
+        sizes = {
+            "layer_count": layer_count,
+            "batch_size": batch_size,
+            "head_count": head_count,
+            "capacity": capacity,
+            "head_dim": head_dim,
+        }
+        for name, value in sizes.items():
+            check_positive_int(name, value)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        shape_BHSD = (batch_size, head_count, capacity, head_dim)
+        self._storage: PastKeyValues = tuple(
+            (
+                torch.zeros(shape_BHSD, dtype=dtype, device=device),
+                torch.zeros(shape_BHSD, dtype=dtype, device=device),
+            )
+            for _ in range(layer_count)
+        )
+        # The allocated device, normalised ("cuda" -> "cuda:0"), is what inputs must match.
+        self._device = self._storage[0][0].device
+        self._lengths_B = torch.zeros(batch_size, dtype=torch.long, device=self._device)
+        self._starts_B = self._start_positions(start_positions)
+        # Host mirror of lengths.max(): capacity checks need no device sync.
+        self._logical_length = 0
+
+    @classmethod
+    def from_past_key_values(
+        cls,
+        past_key_values: Sequence[LayerKV],
+        cache_lengths: Tensor,
+        cache_start_positions: Tensor,
+        *,
+        capacity: int | None = None,
+    ) -> Self:
+        """A cache sized from the first key `[B, H_kv, S, D]` (capacity S by default), loaded."""
+        if not isinstance(past_key_values, Sequence) or len(past_key_values) == 0:
+            raise ValueError("past_key_values must hold at least one (key, value) pair")
+        check_layers("past_key_values", past_key_values, len(past_key_values))
+        key = past_key_values[0][0]
+        if not isinstance(key, Tensor) or key.dim() != 4:
+            raise ValueError("past_key_values[0] key must be a [B, H_kv, S, D] tensor")
+        B, H, S, D = key.shape
+        cache = cls(
+            len(past_key_values),
+            B,
+            H,
+            S if capacity is None else capacity,
+            D,
+            dtype=key.dtype,
+            device=key.device,
+        )
+        cache.load(past_key_values, cache_lengths, cache_start_positions)
+        return cache
+
+    # ---- read-only state -------------------------------------------------------------
+
+    @property
+    def storage(self) -> PastKeyValues:
+        """The full-capacity `[B, H_kv, capacity, D]` tensors: the same objects for life."""
+        return self._storage
+
+    @property
+    def cache_lengths(self) -> Tensor:
+        return self._lengths_B.clone()
+
+    @property
+    def cache_start_positions(self) -> Tensor:
+        return self._starts_B.clone()
+
+    @property
+    def logical_length(self) -> int:
+        """The longest row's length: how far `model_inputs` and `snapshot` reach."""
+        return self._logical_length
+
+    @property
+    def capacity(self) -> int:
+        return self._storage[0][0].shape[2]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._storage[0][0].dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def append(self, past_key_values: Sequence[LayerKV], positions: Tensor) -> None:
+        """Write the new tokens' K/V (`[B, H_kv, T, D]` per layer) at their positions.
+
+        `positions` `[B, T]` are absolute and must be each row's next T positions,
+        `start[b] + length[b] + t`; they land in slot `positions - start` and every
+        row's length grows by T. Everything is checked before the first write.
+        """
+        T = self._check_positions(positions)
+        self._check_kv("past_key_values", past_key_values, tokens=T)
+        slots_BT = positions - self._starts_B[:, None]
+        for (key_cache, value_cache), (key_new, value_new) in zip(
+            self._storage, past_key_values, strict=True
+        ):
+            write_slots(key_cache, value_cache, key_new, value_new, slots_BT)
+        self._lengths_B += T
+        self._logical_length += T
+
+    def load(
+        self,
+        past_key_values: Sequence[LayerKV],
+        cache_lengths: Tensor,
+        cache_start_positions: Tensor,
+    ) -> None:
+        """Copy each row's valid prefix from a `[B, H_kv, S, D]` cache (S <= capacity).
+
+        Every other slot is zeroed; lengths and starts are replaced.
+        """
+        S = self._check_kv("past_key_values", past_key_values, tokens=None)
+        B = self._lengths_B.shape[0]
+        lengths_B = check_tensor(
+            "cache_lengths", cache_lengths, shape=(B,), dtype=torch.long, device=self._device
+        )
+        starts_B = check_tensor(
+            "cache_start_positions",
+            cache_start_positions,
+            shape=(B,),
+            dtype=torch.long,
+            device=self._device,
+        )
+        # One host sync reads every value the checks need.
+        shortest, longest, earliest_start = torch.stack(
+            (lengths_B.min(), lengths_B.max(), starts_B.min())
+        ).tolist()
+        if shortest < 0 or longest > S:
+            raise ValueError(
+                f"cache_lengths must lie in [0, {S}] (the given cache's length), "
+                f"got {lengths_B.tolist()}"
+            )
+        if earliest_start < 0:
+            raise ValueError(f"cache_start_positions must be non-negative, got {starts_B.tolist()}")
+        slot_S = torch.arange(S, device=self._device)
+        padding_B1S1 = (slot_S[None, :] >= lengths_B[:, None])[:, None, :, None]
+        for stored, given in zip(self._storage, past_key_values, strict=True):
+            for stored_BHCD, given_BHSD in zip(stored, given, strict=True):
+                # Copy the rectangle, then zero what is not a row's valid prefix:
+                # padding in the source (even inf/nan) never reaches the storage.
+                stored_BHCD[:, :, :S].copy_(given_BHSD).masked_fill_(padding_B1S1, 0)
+                stored_BHCD[:, :, S:].zero_()
+        self._lengths_B.copy_(lengths_B)
+        self._starts_B.copy_(starts_B)
+        self._logical_length = longest
+
+    def model_inputs(self) -> ModelInputs:
+        """(past_key_values, cache_lengths, cache_start_positions) for a cache-aware model.
+
+        The K/V are views of the storage sliced to `logical_length` (the model never
+        writes its inputs); `(None, None, None)` while every row is empty.
+        """
+        if self._logical_length == 0:
+            return None, None, None
+        L = self._logical_length
+        past = tuple((key[:, :, :L], value[:, :, :L]) for key, value in self._storage)
+        return past, self.cache_lengths, self.cache_start_positions
+
+    def snapshot(self) -> PastKeyValues:
+        """Cloned K/V sliced to `logical_length`: later writes cannot reach it."""
+        L = self._logical_length
+        return tuple(
+            (key[:, :, :L].clone(), value[:, :, :L].clone()) for key, value in self._storage
+        )
+
+    def reset(self, start_positions: Tensor | Sequence[int] | None = None) -> None:
+        """Empty every row and set new starts (zero by default); storage is kept, not cleared."""
+        starts_B = self._start_positions(start_positions)
+        self._lengths_B.zero_()
+        self._starts_B.copy_(starts_B)
+        self._logical_length = 0
+
+    # ---- boundary checks -------------------------------------------------------------
+
+    def _start_positions(self, start_positions: Tensor | Sequence[int] | None) -> Tensor:
+        """A fresh long `[B]` tensor of non-negative starts on the cache's device."""
+        B = self._lengths_B.shape[0]
+        if start_positions is None:
+            return torch.zeros(B, dtype=torch.long, device=self._device)
+        if isinstance(start_positions, Tensor):
+            starts_B = check_tensor(
+                "start_positions",
+                start_positions,
+                shape=(B,),
+                dtype=torch.long,
+                device=self._device,
+            ).clone()
+        else:
+            values = list(start_positions)
+            if len(values) != B or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in values
+            ):
+                raise ValueError(f"start_positions must be {B} ints, got {values!r}")
+            starts_B = torch.tensor(values, dtype=torch.long, device=self._device)
+        if bool((starts_B < 0).any()):
+            raise ValueError(f"start_positions must be non-negative, got {starts_B.tolist()}")
+        return starts_B
+
+    def _check_kv(self, name: str, past_key_values: object, *, tokens: int | None) -> int:
+        """Layers, pairs, shapes, dtype and device (metadata only); returns the shared S.
+
+        `tokens` fixes S (append); None accepts any S up to the capacity (load).
+        """
+        key0 = self._storage[0][0]
+        B, H, capacity, D = key0.shape
+        layers = check_layers(name, past_key_values, len(self._storage))
+        S = tokens
+        for index, pair in enumerate(layers):
+            for kind, tensor in zip(("key", "value"), pair, strict=True):
+                what = f"{name}[{index}] {kind}"
+                check_tensor(
+                    what, tensor, shape=(B, H, S, D), dtype=key0.dtype, device=self._device
+                )
+                S = tensor.shape[2]
+        assert S is not None
+        if capacity < S:
+            raise ValueError(f"{name} holds {S} slots, more than the capacity {capacity}")
+        return S
+
+    def _check_positions(self, positions: object) -> int:
+        """`positions` are each row's next T absolute positions and fit; returns T."""
+        B = self._lengths_B.shape[0]
+        check_tensor("positions", positions, shape=(B, None), dtype=torch.long, device=self._device)
+        assert isinstance(positions, Tensor)
+        T = positions.shape[1]
+        if self._logical_length + T > self.capacity:
+            raise ValueError(
+                f"appending {T} tokens to a row holding {self._logical_length} "
+                f"exceeds the capacity {self.capacity}"
+            )
+        # Row b must continue exactly where it stopped: no gap, no rewrite of a valid slot.
+        next_B = self._starts_B + self._lengths_B
+        expected_BT = next_B[:, None] + torch.arange(T, device=self._device)
+        if not torch.equal(positions, expected_BT):
+            raise ValueError(self._describe_bad_positions(positions, expected_BT))
+        return T
+
+    def _describe_bad_positions(self, positions: Tensor, expected_BT: Tensor) -> str:
+        """The first wrong row, in words (the slow path: only on rejection)."""
+        mismatched = (positions != expected_BT).any(dim=1)
+        row = int(mismatched.nonzero()[0, 0])
+        got, want = positions[row].tolist(), expected_BT[row].tolist()
+        start = int(self._starts_B[row])
+        if min(got) < start:
+            return f"positions of row {row} {got} start before the row's start position {start}"
+        return (
+            f"positions of row {row} must be its next slots' positions {want} "
+            f"(start {start} + length {int(self._lengths_B[row])} onward), got {got}"
+        )
