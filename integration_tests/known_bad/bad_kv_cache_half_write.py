@@ -2,8 +2,9 @@
 
 A call whose last layer has a wrong shape, dtype or device raises ValueError only
 after the earlier layers were scattered into storage: the rejected call changed the
-cache. (Caught by the kv_cache_validation extension tests; CONTRACTS.md lists no
-kv_cache errors, so a `-m contract` run cannot see it.)
+cache.
+Validation is this project's extension (CONTRACTS.md lists no kv_cache errors), so
+the ladder grades this one on the whole suite.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from kv_cache.slots import write_slots
 
 VARIABLE = "KV_CACHE_MODULE"
 EXPECTED_OWNER = "kv_cache_validation"
+SCOPE = "all"  # validation is this project's extension: CONTRACTS.md lists no kv_cache errors
 
 append_kv_cache = kv_cache.append_kv_cache
 

@@ -10,7 +10,9 @@ the owner the ladder must route it to:
     EXPECTED_OWNER = "registration"
 
 Every candidate is graded like `grade` does (contract tests, fresh process) on
-the suite of the package it replaces. A candidate is caught when that suite
+the suite of the package it replaces. A candidate whose mistake breaks one of this
+project's extensions rather than CONTRACTS.md declares `SCOPE = "all"` and is
+graded on the whole suite, extension tests included. A candidate is caught when that suite
 fails and at least one failure is routed to EXPECTED_OWNER. The references must
 pass the same suites. Prints a table and `known-bad caught: N/M`.
 """
@@ -34,7 +36,8 @@ from .suites import SuiteRun, run_pytest
 # One thread per interpreter: tiny models gain nothing from intra-op threads, and
 # the candidates run side by side.
 _QUIET_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-_GRADE_ARGS = ("-m", "contract", "-q", "--tb=no", "--no-header")
+_QUIET_ARGS = ("-q", "--tb=no", "--no-header")
+SCOPES = {"contract": ("-m", "contract", *_QUIET_ARGS), "all": _QUIET_ARGS}
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class KnownBad:
     mistake: str
     variable: str
     expected_owner: str
+    scope: str = "contract"
 
     @property
     def suite(self) -> Path:
@@ -69,7 +73,10 @@ def read_known_bad(path: Path) -> KnownBad:
         raise ValueError(f"{path.name}: EXPECTED_OWNER {owner!r} is not a routing.toml key")
     if not docstring:
         raise ValueError(f"{path.name}: the docstring's first line must state the mistake")
-    return KnownBad(path, docstring[0], variable, owner)
+    scope = constants.get("SCOPE", "contract")
+    if scope not in SCOPES:
+        raise ValueError(f"{path.name}: SCOPE must be one of {sorted(SCOPES)}, got {scope!r}")
+    return KnownBad(path, docstring[0], variable, owner, scope)
 
 
 @dataclass
@@ -104,7 +111,7 @@ class Verdict:
 def _grade(candidate: KnownBad) -> Verdict:
     started = time.perf_counter()
     env = {**_QUIET_ENV, candidate.variable: str(candidate.path.resolve())}
-    run = run_pytest([str(candidate.suite)], env, _GRADE_ARGS)
+    run = run_pytest([str(candidate.suite)], env, SCOPES[candidate.scope])
     return Verdict(candidate, run, time.perf_counter() - started)
 
 
@@ -112,7 +119,7 @@ def _check_references(suites: set[Path]) -> list[str]:
     """The references must pass every suite the ladder uses."""
     problems = []
     for suite in sorted(suites):
-        run = run_pytest([str(suite)], _QUIET_ENV, _GRADE_ARGS)
+        run = run_pytest([str(suite)], _QUIET_ENV, SCOPES["all"])
         status = "pass" if run.returncode == 0 else f"FAIL (exit {run.returncode})"
         print(f"reference on {suite}: {status}", flush=True)
         if run.returncode != 0:
@@ -147,6 +154,7 @@ def main(argv: list[str]) -> int:
         (
             v.candidate.path.stem.removeprefix("bad_"),
             v.candidate.expected_owner,
+            v.candidate.scope,
             v.failed,
             ", ".join(sorted(v.owners)) or "-",
             v.label,
@@ -155,7 +163,7 @@ def main(argv: list[str]) -> int:
     ]
     print()
     for line in table(
-        ("candidate", "expected owner", "tests failed", "owners hit", "verdict"), rows
+        ("candidate", "expected owner", "graded on", "tests failed", "owners hit", "verdict"), rows
     ):
         print(line)
     for verdict in verdicts:
