@@ -53,8 +53,8 @@ class KnownBad:
         return Path("packages") / VARIABLES[self.variable].package / "tests"
 
 
-def read_known_bad(path: Path) -> KnownBad:
-    """Read the declaration without importing the candidate."""
+def _manifest(path: Path) -> dict[str, str]:
+    """The module constants and first docstring line, read without importing the candidate."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     constants: dict[str, str] = {}
     for node in tree.body:
@@ -63,20 +63,26 @@ def read_known_bad(path: Path) -> KnownBad:
                 if isinstance(target, ast.Name) and isinstance(node.value.value, str):
                     constants[target.id] = node.value.value
     docstring = (ast.get_docstring(tree) or "").strip().splitlines()
+    if not docstring:
+        raise ValueError(f"{path.name}: the docstring's first line must say what it is")
     variable = constants.get("VARIABLE", "")
-    owner = constants.get("EXPECTED_OWNER", "")
     if variable not in VARIABLES:
         raise ValueError(
             f"{path.name}: VARIABLE must be one of {sorted(VARIABLES)}, got {variable!r}"
         )
+    return {**constants, "variable": variable, "mistake": docstring[0]}
+
+
+def read_known_bad(path: Path) -> KnownBad:
+    """Read the declaration without importing the candidate."""
+    manifest = _manifest(path)
+    owner = manifest.get("EXPECTED_OWNER", "")
     if owner not in OWNERS:
         raise ValueError(f"{path.name}: EXPECTED_OWNER {owner!r} is not a routing.toml key")
-    if not docstring:
-        raise ValueError(f"{path.name}: the docstring's first line must state the mistake")
-    scope = constants.get("SCOPE", "contract")
+    scope = manifest.get("SCOPE", "contract")
     if scope not in SCOPES:
         raise ValueError(f"{path.name}: SCOPE must be one of {sorted(SCOPES)}, got {scope!r}")
-    return KnownBad(path, docstring[0], variable, owner, scope)
+    return KnownBad(path, manifest["mistake"], manifest["variable"], owner, scope)
 
 
 @dataclass
@@ -115,21 +121,60 @@ def _grade(candidate: KnownBad) -> Verdict:
     return Verdict(candidate, run, time.perf_counter() - started)
 
 
-def _check_references(suites: set[Path]) -> list[str]:
-    """The references must pass every suite the ladder uses."""
-    problems = []
-    for suite in sorted(suites):
-        run = run_pytest([str(suite)], _QUIET_ENV, SCOPES["all"])
-        status = "pass" if run.returncode == 0 else f"FAIL (exit {run.returncode})"
-        print(f"reference on {suite}: {status}", flush=True)
-        if run.returncode != 0:
-            problems.append(f"references fail {suite}:\n{run.output[-3000:]}")
-    return problems
+@dataclass(frozen=True)
+class Faithful:
+    """A stranger's faithful implementation: it must pass its contract suite and the slice."""
+
+    path: Path
+    description: str
+    variable: str
+
+    @property
+    def suites(self) -> list[str]:
+        return [
+            str(Path("packages") / VARIABLES[self.variable].package / "tests"),
+            "integration_tests",
+        ]
+
+
+def read_faithful(path: Path) -> Faithful:
+    bad = _manifest(path)
+    return Faithful(path, bad["mistake"], bad["variable"])
+
+
+def _passes(label: str, paths: list[str], env: dict[str, str], args: tuple[str, ...]) -> str | None:
+    """None when the run passes, else a problem report."""
+    run = run_pytest(paths, {**_QUIET_ENV, **env}, args)
+    status = "pass" if run.returncode == 0 else f"FAIL (exit {run.returncode})"
+    print(f"  {status:<22} {label}", flush=True)
+    return None if run.returncode == 0 else f"{label} must pass:\n{run.output[-3000:]}"
+
+
+def _must_pass(suites: set[Path], faithful: list[Faithful], pool: ThreadPoolExecutor) -> list[str]:
+    """References pass every suite the ladder uses; faithful ones pass theirs and the slice."""
+    jobs = [
+        pool.submit(_passes, f"reference on {suite}", [str(suite)], {}, SCOPES["all"])
+        for suite in sorted(suites)
+    ]
+    jobs += [
+        pool.submit(
+            _passes,
+            f"faithful {good.path.stem} on {' + '.join(good.suites)}",
+            good.suites,
+            {good.variable: str(good.path.resolve())},
+            SCOPES["contract"],
+        )
+        for good in faithful
+    ]
+    return [problem for job in jobs if (problem := job.result()) is not None]
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="known_bad", description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path)
+    parser.add_argument("folder", type=Path, help="folder of bad_*.py candidates")
+    parser.add_argument(
+        "--faithful", type=Path, help="folder of good_*.py faithful candidates that must pass"
+    )
     parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
@@ -139,10 +184,17 @@ def main(argv: list[str]) -> int:
         print(f"known_bad: no bad_*.py candidates in {args.folder}", file=sys.stderr)
         return 2
     candidates = [read_known_bad(path) for path in paths]
-    problems = _check_references({candidate.suite for candidate in candidates})
+    faithful = [
+        read_faithful(path)
+        for path in sorted(args.faithful.glob("good_*.py") if args.faithful else [])
+        if args.only in path.stem
+    ]
 
-    verdicts: list[Verdict] = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        print("must pass:", flush=True)
+        problems = _must_pass({c.suite for c in candidates}, faithful, pool)
+        print("must be caught:", flush=True)
+        verdicts: list[Verdict] = []
         for verdict in pool.map(_grade, candidates):
             verdicts.append(verdict)
             print(
@@ -162,9 +214,8 @@ def main(argv: list[str]) -> int:
         for v in verdicts
     ]
     print()
-    for line in table(
-        ("candidate", "expected owner", "graded on", "tests failed", "owners hit", "verdict"), rows
-    ):
+    headers = ("candidate", "expected owner", "graded on", "tests failed", "owners hit", "verdict")
+    for line in table(headers, rows):
         print(line)
     for verdict in verdicts:
         if not verdict.caught:
@@ -174,6 +225,8 @@ def main(argv: list[str]) -> int:
             )
     caught = sum(v.caught for v in verdicts)
     print(f"\nknown-bad caught: {caught}/{len(verdicts)}")
+    if faithful:
+        print(f"faithful candidates graded: {len(faithful)} (each must pass)")
     for problem in problems:
         print(f"\n{problem}", file=sys.stderr)
     return 0 if not problems else 1
