@@ -153,11 +153,12 @@ def grade(session: nox.Session) -> None:
 
 @nox.session
 def known_bad(session: nox.Session) -> None:
-    """Prove the ladder: every known-bad candidate fails, routed to its owner."""
+    """Prove the ladder: known-bad candidates are caught and routed; faithful ones pass."""
     install_packages(session, *RUNTIME_PACKAGES)
     session.run(
-        "python", "-m", "gptlab_testkit.known_bad", "integration_tests/known_bad", *session.posargs
-    )
+        "python", "-m", "gptlab_testkit.known_bad", "integration_tests/known_bad",
+        "--faithful", "integration_tests/faithful", *session.posargs,
+    )  # fmt: skip
 
 
 @nox.session

@@ -1,0 +1,290 @@
+"""Draft-and-verify decoding for one request: greedy (lossless) and sampled (lossless in law).
+
+Each round the draft proposes k = min(K, remaining budget) tokens one at a time,
+stopping early after proposing EOS. The target scores them in ONE cached call whose
+rows align as [row before d_1, row after d_1, ..., row after d_k]: row i verifies
+d_{i+1}, and the last row is the bonus. At the first rejection m, the sequence keeps
+d_1..d_m plus the target's replacement and both caches are rolled back to the accepted
+prefix; if all k are accepted, the target's bonus token follows when budget remains.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from .decode_state import DecodeState
+from .model_protocol import CacheAwareModel
+from .rejection import rejection_step
+
+
+@dataclass(frozen=True)
+class SpeculativeOutput:
+    tokens: Tensor  # [1, T + generated], a new tensor
+    proposed_tokens: int  # draft tokens sent to verification (bonus tokens excluded)
+    accepted_draft_tokens: int
+    discarded_draft_tokens: int
+    verification_steps: int  # target calls that verified a proposal
+
+    @property
+    def acceptance_rate(self) -> float:
+        if self.proposed_tokens == 0:
+            return 0.0
+        return self.accepted_draft_tokens / self.proposed_tokens
+
+
+@dataclass(frozen=True)
+class Proposal:
+    token: int
+    draft_probabilities: Tensor | None  # q [V] when the draft sampled; None when greedy
+
+
+class Policy(Protocol):
+    """How a draft row becomes a proposal, and how target rows judge proposals."""
+
+    def propose(self, draft_logits: Tensor) -> Proposal: ...
+
+    def verify(self, target_logits: Tensor, proposals: list[Proposal]) -> tuple[int, int | None]:
+        """(accepted count m, the target's replacement for proposal m; None if all pass)."""
+        ...
+
+    def bonus(self, target_logits: Tensor) -> int: ...
+
+
+class GreedyPolicy:
+    def propose(self, draft_logits: Tensor) -> Proposal:
+        return Proposal(int(draft_logits.argmax()), None)
+
+    def verify(self, target_logits: Tensor, proposals: list[Proposal]) -> tuple[int, int | None]:
+        choices = target_logits.argmax(dim=-1).tolist()
+        for index, proposal in enumerate(proposals):
+            if choices[index] != proposal.token:
+                return index, int(choices[index])  # the target's token, never the draft's
+        return len(proposals), None
+
+    def bonus(self, target_logits: Tensor) -> int:
+        return int(target_logits.argmax())
+
+
+class SamplingPolicy:
+    def __init__(self, temperature: float, generator: torch.Generator | None) -> None:
+        self.temperature = temperature
+        self.generator = generator
+
+    def _probabilities(self, logits: Tensor) -> Tensor:
+        return torch.softmax(logits.float() / self.temperature, dim=-1)
+
+    def propose(self, draft_logits: Tensor) -> Proposal:
+        q = self._probabilities(draft_logits)
+        return Proposal(int(torch.multinomial(q, 1, generator=self.generator)), q)
+
+    def verify(self, target_logits: Tensor, proposals: list[Proposal]) -> tuple[int, int | None]:
+        p_rows = self._probabilities(target_logits)
+        for index, proposal in enumerate(proposals):
+            q = proposal.draft_probabilities
+            if q is None:
+                raise RuntimeError("a sampled proposal must carry the draft's distribution")
+            accepted, token = rejection_step(p_rows[index], q, proposal.token, self.generator)
+            if not accepted:
+                return index, token
+        return len(proposals), None
+
+    def bonus(self, target_logits: Tensor) -> int:
+        p = self._probabilities(target_logits)
+        return int(torch.multinomial(p, 1, generator=self.generator))
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _validate_request(
+    input_ids: Tensor, positions: Tensor, max_new_tokens: int, num_speculative_tokens: int
+) -> None:
+    if input_ids.dim() != 2 or input_ids.shape[1] == 0:
+        raise ValueError(f"input_ids must be [1, T] with T >= 1, got {tuple(input_ids.shape)}")
+    if input_ids.shape[0] != 1:
+        raise ValueError(f"speculative decoding supports batch size 1, got {input_ids.shape[0]}")
+    if positions.shape != input_ids.shape:
+        raise ValueError(
+            f"positions {tuple(positions.shape)} must match input_ids {tuple(input_ids.shape)}"
+        )
+    _check_int("max_new_tokens", max_new_tokens, 0)
+    _check_int("num_speculative_tokens", num_speculative_tokens, 1)
+
+
+def _check_context(
+    model: CacheAwareModel, name: str, input_ids: Tensor, positions: Tensor, position: int
+) -> None:
+    """Ask the model itself whether ``position`` is inside its context.
+
+    A duck-typed model need not expose its context length, but a faithful one rejects
+    a position beyond it with ValueError; a one-token probe asks before any decoding.
+    """
+    try:
+        model(input_ids[:, -1:], torch.full_like(positions[:, -1:], position))
+    except ValueError as error:
+        raise ValueError(
+            f"the budget needs position {position}, beyond the {name}'s context length: {error}"
+        ) from None
+
+
+def _check_same_vocabulary(target_logits: Tensor, draft_logits: Tensor) -> None:
+    target_vocab, draft_vocab = target_logits.shape[-1], draft_logits.shape[-1]
+    if target_vocab != draft_vocab:
+        raise ValueError(
+            f"target and draft vocabularies differ: {target_vocab} vs {draft_vocab} logits"
+        )
+
+
+def _bonus_allowed(
+    remaining: int, accepted: int, proposals: list[int], eos_token_id: int | None
+) -> bool:
+    """The bonus needs budget left after the accepted proposals, and no EOS among them."""
+    return accepted < remaining and eos_token_id not in proposals
+
+
+def _open_states(
+    target: CacheAwareModel,
+    draft: CacheAwareModel,
+    input_ids: Tensor,
+    positions: Tensor,
+    max_new_tokens: int,
+) -> tuple[DecodeState, DecodeState]:
+    """Check the budget against both contexts, prefill both models, compare vocabularies."""
+    # The target verifies up to the last budgeted position; the draft stops one short.
+    last_position = int(positions[0, -1]) + max_new_tokens
+    _check_context(target, "target", input_ids, positions, last_position)
+    _check_context(draft, "draft", input_ids, positions, last_position - 1)
+    start, device = int(positions[0, 0]), input_ids.device
+    target_state = DecodeState(target, start, device)
+    draft_state = DecodeState(draft, start, device)
+    prompt: list[int] = input_ids[0].tolist()
+    _check_same_vocabulary(
+        target_state.logits_from(prompt, len(prompt)),
+        draft_state.logits_from(prompt, len(prompt)),
+    )
+    return target_state, draft_state
+
+
+def _propose(
+    draft_state: DecodeState,
+    sequence: list[int],
+    count: int,
+    policy: Policy,
+    eos_token_id: int | None,
+) -> list[Proposal]:
+    """Up to ``count`` draft tokens, one draft row each, stopping right after EOS."""
+    proposals: list[Proposal] = []
+    while len(proposals) < count:
+        context = sequence + [proposal.token for proposal in proposals]
+        proposals.append(policy.propose(draft_state.logits_from(context, len(context))[0]))
+        if proposals[-1].token == eos_token_id:
+            break
+    return proposals
+
+
+def _draft_and_verify(
+    target: CacheAwareModel,
+    draft: CacheAwareModel,
+    input_ids: Tensor,
+    positions: Tensor,
+    max_new_tokens: int,
+    num_speculative_tokens: int,
+    eos_token_id: int | None,
+    policy: Policy,
+) -> SpeculativeOutput:
+    _validate_request(input_ids, positions, max_new_tokens, num_speculative_tokens)
+    if max_new_tokens == 0:
+        return SpeculativeOutput(input_ids.clone(), 0, 0, 0, 0)
+    target_state, draft_state = _open_states(target, draft, input_ids, positions, max_new_tokens)
+    sequence: list[int] = input_ids[0].tolist()
+    budget_end = len(sequence) + max_new_tokens
+    proposed = accepted = verifications = 0
+    while len(sequence) < budget_end:
+        remaining, committed = budget_end - len(sequence), len(sequence)
+        proposals = _propose(
+            draft_state, sequence, min(num_speculative_tokens, remaining), policy, eos_token_id
+        )
+        tokens = [proposal.token for proposal in proposals]
+        # One target call; its rows predict sequence[committed], ..., and the bonus position.
+        target_rows = target_state.logits_from(sequence + tokens, committed)
+        m, replacement = policy.verify(target_rows, proposals)
+        verifications, proposed, accepted = verifications + 1, proposed + len(tokens), accepted + m
+        sequence.extend(tokens[:m])
+        if replacement is not None:
+            target_state.rollback(committed + m)
+            draft_state.rollback(min(draft_state.length, committed + m))
+            sequence.append(replacement)
+        elif _bonus_allowed(remaining, m, tokens, eos_token_id):
+            sequence.append(policy.bonus(target_rows[m]))
+        if eos_token_id is not None and eos_token_id in sequence[committed:]:
+            break
+    return SpeculativeOutput(
+        tokens=torch.tensor([sequence], dtype=input_ids.dtype, device=input_ids.device),
+        proposed_tokens=proposed,
+        accepted_draft_tokens=accepted,
+        discarded_draft_tokens=proposed - accepted,
+        verification_steps=verifications,
+    )
+
+
+def speculative_generate(
+    target: CacheAwareModel,
+    draft: CacheAwareModel,
+    input_ids: Tensor,
+    positions: Tensor,
+    max_new_tokens: int,
+    num_speculative_tokens: int,
+    eos_token_id: int | None = None,
+) -> SpeculativeOutput:
+    """Greedy draft-and-verify for one request; tokens equal ``target``'s greedy decoding."""
+    with torch.no_grad():
+        return _draft_and_verify(
+            target,
+            draft,
+            input_ids,
+            positions,
+            max_new_tokens,
+            num_speculative_tokens,
+            eos_token_id,
+            GreedyPolicy(),
+        )
+
+
+def speculative_sample(
+    target: CacheAwareModel,
+    draft: CacheAwareModel,
+    input_ids: Tensor,
+    positions: Tensor,
+    max_new_tokens: int,
+    num_speculative_tokens: int,
+    eos_token_id: int | None = None,
+    *,
+    temperature: float,
+    generator: torch.Generator | None = None,
+) -> SpeculativeOutput:
+    """Speculative sampling: tokens are distributed as ancestral sampling from ``target``
+    at ``temperature`` (rejection rule in ``rejection.py``), whatever the draft."""
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        raise ValueError(f"temperature must be a float, got {type(temperature).__name__}")
+    if not math.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be finite and > 0, got {temperature}")
+    with torch.no_grad():
+        return _draft_and_verify(
+            target,
+            draft,
+            input_ids,
+            positions,
+            max_new_tokens,
+            num_speculative_tokens,
+            eos_token_id,
+            SamplingPolicy(float(temperature), generator),
+        )
