@@ -112,8 +112,9 @@ def _tier_session(tier: int) -> None:
     @nox.session(name=f"tier{tier}")
     def suite(session: nox.Session) -> None:
         install_packages(session, "tinygpt")
+        marker = f"tier{tier}" + (" and contract" if _contract_only(("tinygpt",)) else "")
         session.run(
-            "pytest", str(PACKAGES_DIR / "tinygpt" / "tests"), "-m", f"tier{tier}", *session.posargs
+            "pytest", str(PACKAGES_DIR / "tinygpt" / "tests"), "-m", marker, *session.posargs
         )
 
     suite.__doc__ = f"tinygpt tier {tier} only (honours TINY_GPT_MODULE)."

@@ -1,0 +1,65 @@
+"""This project's behaviour beyond CONTRACTS.md: stricter argument checks at the boundary."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gptlab_testkit import candidate, test_device
+
+tg = candidate("TINY_GPT_MODULE")
+
+pytestmark = [pytest.mark.extension]
+
+
+@pytest.mark.owner("loss_shift")
+@pytest.mark.parametrize("bad_labels", ["shape", "float", "out_of_vocab"])
+def test_invalid_labels_are_rejected(make_model, make_tokens, bad_labels):
+    model = make_model()
+    tokens = make_tokens(2, 5)
+    labels = {
+        "shape": tokens[:, :-1],
+        "float": tokens.float(),
+        "out_of_vocab": tokens + model.config.vocab_size,
+    }[bad_labels]
+    with pytest.raises(ValueError, match="labels"):
+        model(tokens, labels=labels)
+
+
+@pytest.mark.owner("eos_context")
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"max_new_tokens": True},
+        {"max_new_tokens": 2.0},
+        {"temperature": "hot"},
+        {"eos_token_id": 1.0},
+        {"generator": 1234},
+    ],
+    ids=["bool_budget", "float_budget", "str_temperature", "float_eos", "seed_not_generator"],
+)
+def test_generate_rejects_mistyped_arguments(make_model, make_tokens, arguments):
+    model = make_model()
+    with pytest.raises(ValueError):
+        model.generate(make_tokens(2, 3), **{"max_new_tokens": 2, **arguments})
+
+
+@pytest.mark.owner("cache_validation")
+def test_cache_errors_name_the_layer_and_field(make_model, make_tokens):
+    model = make_model()
+    tokens = make_tokens(2, 6)
+    past = model(tokens[:, :4], use_cache=True).past_key_values
+    bad = (past[0], (past[1][0], past[1][1].double()))
+    with pytest.raises(ValueError, match=r"past_key_values\[1\] value.*dtype"):
+        model(tokens[:, 4:], past_key_values=bad)
+
+
+@pytest.mark.owner("cache_immutability")
+def test_first_returned_cache_owns_its_memory(make_model, make_tokens):
+    """Without a past, key and value are not views into one fused projection output."""
+    model = make_model()
+    with torch.no_grad():
+        past = model(make_tokens(1, 1), use_cache=True).past_key_values
+    for key, value in past:
+        assert key.untyped_storage().data_ptr() != value.untyped_storage().data_ptr()
+    assert past[0][0].device.type == test_device().type
