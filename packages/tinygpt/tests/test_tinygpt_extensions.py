@@ -1,11 +1,14 @@
-"""This project's behaviour beyond CONTRACTS.md: stricter argument checks at the boundary."""
+"""This project's behaviour beyond CONTRACTS.md: stricter boundary checks, the GELU variant."""
 
 from __future__ import annotations
+
+import dataclasses
+import math
 
 import pytest
 import torch
 
-from gptlab_testkit import candidate, test_device
+from gptlab_testkit import assert_close, candidate, test_device
 
 tg = candidate("TINY_GPT_MODULE")
 
@@ -63,3 +66,37 @@ def test_first_returned_cache_owns_its_memory(make_model, make_tokens):
     for key, value in past:
         assert key.untyped_storage().data_ptr() != value.untyped_storage().data_ptr()
     assert past[0][0].device.type == test_device().type
+
+
+@pytest.mark.owner("config_validation")
+@pytest.mark.parametrize("variant", ["exact", "gelu", "", None, True, 1])
+def test_config_rejects_unknown_gelu_variant(tiny_sizes, variant):
+    with pytest.raises(ValueError, match="gelu_approximate"):
+        tg.GPTConfig(**tiny_sizes, gelu_approximate=variant)
+
+
+@pytest.mark.owner("config_validation")
+def test_gelu_variant_is_an_optional_field_after_the_contract_fields(tiny_sizes):
+    names = [field.name for field in dataclasses.fields(tg.GPTConfig)]
+    assert names[8:] == ["gelu_approximate"]
+    assert tg.GPTConfig(**tiny_sizes).gelu_approximate == "none"
+
+
+def tanh_gelu_by_hand(x: torch.Tensor) -> torch.Tensor:
+    """GPT-2's GELU: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    return 0.5 * x * (1.0 + torch.tanh((2.0 / math.pi) ** 0.5 * (x + 0.044715 * x**3)))
+
+
+@pytest.mark.owner("decoder_forward")
+def test_tanh_gelu_variant_runs_the_tanh_approximation(make_model):
+    model = make_model(gelu_approximate="tanh")
+    mlp = model.blocks[0].mlp
+    x = torch.randn(2, 5, model.config.d_model, generator=torch.Generator().manual_seed(2))
+    x = x.to(test_device())
+    with torch.no_grad():
+        hidden = x @ mlp.up_proj.weight.T + mlp.up_proj.bias
+        expected = tanh_gelu_by_hand(hidden) @ mlp.down_proj.weight.T + mlp.down_proj.bias
+        exact = torch.nn.functional.gelu(hidden) @ mlp.down_proj.weight.T + mlp.down_proj.bias
+        output = mlp(x)
+    assert_close(output, expected, "tanh-GELU MLP output")
+    assert not torch.allclose(output, exact, atol=1e-5, rtol=1e-4)

@@ -2,6 +2,24 @@
 
 from .attention import LayerKV, PastKeyValues
 from .config import GPTConfig
+from .hf import (
+    from_gpt2_state_dict,
+    gpt2_config_kwargs,
+    gpt2_config_to_gpt_config,
+    load_gpt2,
+    to_gpt2_state_dict,
+)
 from .model import CausalLMOutput, TinyGPT
 
-__all__ = ["CausalLMOutput", "GPTConfig", "LayerKV", "PastKeyValues", "TinyGPT"]
+__all__ = [
+    "CausalLMOutput",
+    "GPTConfig",
+    "LayerKV",
+    "PastKeyValues",
+    "TinyGPT",
+    "from_gpt2_state_dict",
+    "gpt2_config_kwargs",
+    "gpt2_config_to_gpt_config",
+    "load_gpt2",
+    "to_gpt2_state_dict",
+]

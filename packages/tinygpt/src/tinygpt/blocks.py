@@ -10,16 +10,17 @@ from .config import GPTConfig
 
 
 class MLP(nn.Module):
-    """[B, T, C] -> [B, T, F] -> exact GELU -> [B, T, C]."""
+    """[B, T, C] -> [B, T, F] -> GELU -> [B, T, C]; exact (erf) GELU unless the config says tanh."""
 
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.up_proj = nn.Linear(config.d_model, config.d_ff)
         self.down_proj = nn.Linear(config.d_ff, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
+        self.gelu_approximate = config.gelu_approximate
 
     def forward(self, x: Tensor) -> Tensor:
-        hidden = F.gelu(self.up_proj(x))  # [B, T, F], exact (erf) GELU
+        hidden = F.gelu(self.up_proj(x), approximate=self.gelu_approximate)  # [B, T, F]
         output: Tensor = self.dropout(self.down_proj(hidden))
         return output
 

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, fields
 
 _SIZE_FIELDS = ("vocab_size", "context_length", "d_model", "n_layers", "n_heads", "d_ff")
+# The MLP's GELU: "none" is the exact erf GELU (the contract); "tanh" is GPT-2's approximation.
+GELU_APPROXIMATIONS = ("none", "tanh")
 
 
 @dataclass(frozen=True)
@@ -13,6 +15,8 @@ class GPTConfig:
     """Sizes of a GPT-2-shaped decoder. Invalid values raise ValueError on construction.
 
     Validation lives in ``__post_init__`` so ``dataclasses.replace`` re-checks too.
+    ``gelu_approximate`` is this project's extension beyond the contract: the default
+    ``"none"`` keeps the exact GELU; ``"tanh"`` runs real GPT-2 checkpoints exactly.
     """
 
     vocab_size: int
@@ -23,6 +27,7 @@ class GPTConfig:
     d_ff: int
     dropout: float = 0.0
     layer_norm_eps: float = 1e-5
+    gelu_approximate: str = "none"
 
     def __post_init__(self) -> None:
         for name in _SIZE_FIELDS:
@@ -44,6 +49,13 @@ class GPTConfig:
             raise ValueError(f"layer_norm_eps must be a finite float, got {self.layer_norm_eps!r}")
         if self.layer_norm_eps <= 0:
             raise ValueError(f"layer_norm_eps must be positive, got {self.layer_norm_eps}")
+        if not isinstance(self.gelu_approximate, str) or (
+            self.gelu_approximate not in GELU_APPROXIMATIONS
+        ):
+            raise ValueError(
+                f"gelu_approximate must be one of {GELU_APPROXIMATIONS}, "
+                f"got {self.gelu_approximate!r}"
+            )
 
     @property
     def head_dim(self) -> int:
