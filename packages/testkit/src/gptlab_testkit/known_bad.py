@@ -24,14 +24,14 @@ import ast
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 from .candidates import VARIABLES
 from .owners import OWNERS
 from .reporting import failed_owners, table
-from .suites import SuiteRun, run_pytest
+from .suites import PytestPool, SuiteRun
 
 # One thread per interpreter: tiny models gain nothing from intra-op threads, and
 # the candidates run side by side.
@@ -89,7 +89,6 @@ def read_known_bad(path: Path) -> KnownBad:
 class Verdict:
     candidate: KnownBad
     run: SuiteRun
-    seconds: float
 
     @property
     def failed(self) -> int:
@@ -114,13 +113,6 @@ class Verdict:
         return "MISROUTED"
 
 
-def _grade(candidate: KnownBad) -> Verdict:
-    started = time.perf_counter()
-    env = {**_QUIET_ENV, candidate.variable: str(candidate.path.resolve())}
-    run = run_pytest([str(candidate.suite)], env, SCOPES[candidate.scope])
-    return Verdict(candidate, run, time.perf_counter() - started)
-
-
 @dataclass(frozen=True)
 class Faithful:
     """A stranger's faithful implementation: it must pass its contract suite and the slice."""
@@ -142,31 +134,24 @@ def read_faithful(path: Path) -> Faithful:
     return Faithful(path, bad["mistake"], bad["variable"])
 
 
-def _passes(label: str, paths: list[str], env: dict[str, str], args: tuple[str, ...]) -> str | None:
-    """None when the run passes, else a problem report."""
-    run = run_pytest(paths, {**_QUIET_ENV, **env}, args)
-    status = "pass" if run.returncode == 0 else f"FAIL (exit {run.returncode})"
-    print(f"  {status:<22} {label}", flush=True)
-    return None if run.returncode == 0 else f"{label} must pass:\n{run.output[-3000:]}"
-
-
-def _must_pass(suites: set[Path], faithful: list[Faithful], pool: ThreadPoolExecutor) -> list[str]:
+def _must_pass(
+    pool: PytestPool, suites: set[Path], faithful: list[Faithful]
+) -> list[tuple[str, Future[SuiteRun]]]:
     """References pass every suite the ladder uses; faithful ones pass theirs and the slice."""
-    jobs = [
-        pool.submit(_passes, f"reference on {suite}", [str(suite)], {}, SCOPES["all"])
+    runs = [
+        (f"reference on {suite}", pool.submit([str(suite)], _QUIET_ENV, SCOPES["all"]))
         for suite in sorted(suites)
     ]
-    jobs += [
-        pool.submit(
-            _passes,
-            f"faithful {good.path.stem} on {' + '.join(good.suites)}",
-            good.suites,
-            {good.variable: str(good.path.resolve())},
-            SCOPES["contract"],
-        )
-        for good in faithful
-    ]
-    return [problem for job in jobs if (problem := job.result()) is not None]
+    for good in faithful:
+        env = {**_QUIET_ENV, good.variable: str(good.path.resolve())}
+        label = f"faithful {good.path.stem} on {' + '.join(good.suites)}"
+        runs.append((label, pool.submit(good.suites, env, SCOPES["contract"])))
+    return runs
+
+
+def _must_fail(pool: PytestPool, candidate: KnownBad) -> Future[SuiteRun]:
+    env = {**_QUIET_ENV, candidate.variable: str(candidate.path.resolve())}
+    return pool.submit([str(candidate.suite)], env, SCOPES[candidate.scope])
 
 
 def main(argv: list[str]) -> int:
@@ -190,17 +175,24 @@ def main(argv: list[str]) -> int:
         if args.only in path.stem
     ]
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    started = time.perf_counter()
+    problems: list[str] = []
+    verdicts: list[Verdict] = []
+    with PytestPool(args.jobs) as pool:
+        passing = _must_pass(pool, {c.suite for c in candidates}, faithful)
+        failing = [(candidate, _must_fail(pool, candidate)) for candidate in candidates]
         print("must pass:", flush=True)
-        problems = _must_pass({c.suite for c in candidates}, faithful, pool)
+        for label, future in passing:
+            run = future.result()
+            status = "pass" if run.returncode == 0 else f"FAIL (exit {run.returncode})"
+            print(f"  {status:<22} {label}", flush=True)
+            if run.returncode != 0:
+                problems.append(f"{label} must pass:\n{run.output[-3000:]}")
         print("must be caught:", flush=True)
-        verdicts: list[Verdict] = []
-        for verdict in pool.map(_grade, candidates):
+        for candidate, future in failing:
+            verdict = Verdict(candidate, future.result())
             verdicts.append(verdict)
-            print(
-                f"  {verdict.label:<22} {verdict.candidate.path.stem} ({verdict.seconds:.1f}s)",
-                flush=True,
-            )
+            print(f"  {verdict.label:<22} {candidate.path.stem}", flush=True)
 
     rows = [
         (
@@ -224,7 +216,7 @@ def main(argv: list[str]) -> int:
                 f" by {verdict.candidate.suite}: {verdict.label}\n{verdict.run.output[-2000:]}"
             )
     caught = sum(v.caught for v in verdicts)
-    print(f"\nknown-bad caught: {caught}/{len(verdicts)}")
+    print(f"\nknown-bad caught: {caught}/{len(verdicts)}  ({time.perf_counter() - started:.0f} s)")
     if faithful:
         print(f"faithful candidates graded: {len(faithful)} (each must pass)")
     for problem in problems:
