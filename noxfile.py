@@ -145,7 +145,7 @@ def slice_(session: nox.Session) -> None:
     run_suites(session, SLICE_PACKAGES, "integration_tests")
 
 
-@nox.session
+@nox.session(default=False)
 def grade(session: nox.Session) -> None:
     """Main job: grade the slice (references by default). `-- kv_cache attempt.py` swaps one."""
     install_packages(session, *RUNTIME_PACKAGES)
@@ -160,6 +160,27 @@ def known_bad(session: nox.Session) -> None:
         "python", "-m", "gptlab_testkit.known_bad", "integration_tests/known_bad",
         "--faithful", "integration_tests/faithful", *session.posargs,
     )  # fmt: skip
+
+
+@nox.session
+def interop(session: nox.Session) -> None:
+    """Equality with Hugging Face transformers (GPT-2 and Llama) on small random configs."""
+    install_packages(session, "tinygpt", "cache_aware_lm", extras="test,hf")
+    session.run(
+        "pytest",
+        str(PACKAGES_DIR / "tinygpt" / "tests" / "test_tinygpt_hf_interop.py"),
+        str(PACKAGES_DIR / "cache_aware_lm" / "tests" / "test_cache_aware_lm_llama_interop.py"),
+        *session.posargs,
+    )
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: writes bench/report.md and PNG plots (`-- --quick`, `-- --device cuda`)."""
+    install_packages(session, *RUNTIME_PACKAGES, extras="")
+    install_packages(session, "tinygpt", "cache_aware_lm", extras="hf")
+    session.install("matplotlib>=3.8")
+    session.run("python", "-m", "bench.run", *session.posargs)
 
 
 @nox.session

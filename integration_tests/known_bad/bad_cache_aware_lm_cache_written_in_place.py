@@ -2,11 +2,10 @@
 
 import cache_aware_lm
 from cache_aware_lm import CacheAwareCausalLM, FunctionalCacheWriter
+from gptlab_testkit.mutants import retyped_factory
 
 VARIABLE = "CACHE_AWARE_LM_MODULE"
 EXPECTED_OWNER = "cache_immutability"
-
-__all__ = ["make_eos_test_model", "make_test_model"]
 
 
 class InPlaceWhenRoomWriter(FunctionalCacheWriter):
@@ -20,19 +19,10 @@ class InPlaceWhenRoomWriter(FunctionalCacheWriter):
 
 
 class InPlaceCacheLM(CacheAwareCausalLM):
-    def make_cache_writer(self, past, cache_lengths, new_tokens):
-        return InPlaceWhenRoomWriter(past, cache_lengths, new_tokens)
+    # the model calls make_cache_writer(past, cache_lengths, new_tokens)
+    make_cache_writer = staticmethod(InPlaceWhenRoomWriter)
 
 
-def _rebuild(reference):
-    model = InPlaceCacheLM(reference.config)
-    model.load_state_dict(reference.state_dict())
-    return model.eval()
-
-
-def make_test_model():
-    return _rebuild(cache_aware_lm.make_test_model())
-
-
-def make_eos_test_model():
-    return _rebuild(cache_aware_lm.make_eos_test_model())
+classes = {CacheAwareCausalLM: InPlaceCacheLM}
+make_test_model = retyped_factory(cache_aware_lm.make_test_model, classes)
+make_eos_test_model = retyped_factory(cache_aware_lm.make_eos_test_model, classes)

@@ -4,19 +4,15 @@ import dataclasses
 
 import cache_aware_lm
 from cache_aware_lm import CacheAwareCausalLM
+from gptlab_testkit.mutants import retyped_factory
 
 VARIABLE = "CACHE_AWARE_LM_MODULE"
 EXPECTED_OWNER = "cache_metadata"
 
-__all__ = ["make_eos_test_model", "make_test_model"]
-
 
 class StaleLengthsLM(CacheAwareCausalLM):
-    def forward(self, input_ids, positions, past_key_values=None, cache_lengths=None,
-                cache_start_positions=None, use_cache=False):  # fmt: skip
-        out = super().forward(
-            input_ids, positions, past_key_values, cache_lengths, cache_start_positions, use_cache
-        )
+    def forward(self, input_ids, positions, *cache, **options):
+        out = super().forward(input_ids, positions, *cache, **options)
         if out.cache_lengths is None:
             return out
         # mistake: lengths out = lengths in (zeros without a cache); "+ T" is missing
@@ -24,15 +20,6 @@ class StaleLengthsLM(CacheAwareCausalLM):
         return dataclasses.replace(out, cache_lengths=stale)
 
 
-def _rebuild(reference):
-    model = StaleLengthsLM(reference.config)
-    model.load_state_dict(reference.state_dict())
-    return model.eval()
-
-
-def make_test_model():
-    return _rebuild(cache_aware_lm.make_test_model())
-
-
-def make_eos_test_model():
-    return _rebuild(cache_aware_lm.make_eos_test_model())
+classes = {CacheAwareCausalLM: StaleLengthsLM}
+make_test_model = retyped_factory(cache_aware_lm.make_test_model, classes)
+make_eos_test_model = retyped_factory(cache_aware_lm.make_eos_test_model, classes)

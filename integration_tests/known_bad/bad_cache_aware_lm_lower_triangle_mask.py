@@ -4,11 +4,10 @@ import torch
 
 import cache_aware_lm
 from cache_aware_lm import CacheAwareCausalLM
+from gptlab_testkit.mutants import retyped_factory
 
 VARIABLE = "CACHE_AWARE_LM_MODULE"
 EXPECTED_OWNER = "rectangular_mask"
-
-__all__ = ["make_eos_test_model", "make_test_model"]
 
 
 def lower_triangle_mask(query_positions, key_starts, key_lengths, storage_length):
@@ -24,15 +23,6 @@ class LowerTriangleLM(CacheAwareCausalLM):
     attention_mask = staticmethod(lower_triangle_mask)
 
 
-def _rebuild(reference):
-    model = LowerTriangleLM(reference.config)
-    model.load_state_dict(reference.state_dict())
-    return model.eval()
-
-
-def make_test_model():
-    return _rebuild(cache_aware_lm.make_test_model())
-
-
-def make_eos_test_model():
-    return _rebuild(cache_aware_lm.make_eos_test_model())
+classes = {CacheAwareCausalLM: LowerTriangleLM}
+make_test_model = retyped_factory(cache_aware_lm.make_test_model, classes)
+make_eos_test_model = retyped_factory(cache_aware_lm.make_eos_test_model, classes)

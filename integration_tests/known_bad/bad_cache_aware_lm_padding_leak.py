@@ -4,11 +4,10 @@ import torch
 
 import cache_aware_lm
 from cache_aware_lm import CacheAwareCausalLM
+from gptlab_testkit.mutants import retyped_factory
 
 VARIABLE = "CACHE_AWARE_LM_MODULE"
 EXPECTED_OWNER = "padded_slots"
-
-__all__ = ["make_eos_test_model", "make_test_model"]
 
 
 class CatAtStorageEndWriter:
@@ -30,19 +29,10 @@ class CatAtStorageEndWriter:
 
 
 class PaddingLeakLM(CacheAwareCausalLM):
-    def make_cache_writer(self, past, cache_lengths, new_tokens):
-        return CatAtStorageEndWriter(past, cache_lengths, new_tokens)
+    # the model calls make_cache_writer(past, cache_lengths, new_tokens)
+    make_cache_writer = staticmethod(CatAtStorageEndWriter)
 
 
-def _rebuild(reference):
-    model = PaddingLeakLM(reference.config)
-    model.load_state_dict(reference.state_dict())
-    return model.eval()
-
-
-def make_test_model():
-    return _rebuild(cache_aware_lm.make_test_model())
-
-
-def make_eos_test_model():
-    return _rebuild(cache_aware_lm.make_eos_test_model())
+classes = {CacheAwareCausalLM: PaddingLeakLM}
+make_test_model = retyped_factory(cache_aware_lm.make_test_model, classes)
+make_eos_test_model = retyped_factory(cache_aware_lm.make_eos_test_model, classes)

@@ -4,11 +4,10 @@ import torch
 
 import cache_aware_lm
 from cache_aware_lm import CacheAwareCausalLM
+from gptlab_testkit.mutants import retyped_factory
 
 VARIABLE = "CACHE_AWARE_LM_MODULE"
 EXPECTED_OWNER = "position_origins"
-
-__all__ = ["make_eos_test_model", "make_test_model"]
 
 
 class ChunkLocalPositionsLM(CacheAwareCausalLM):
@@ -18,15 +17,6 @@ class ChunkLocalPositionsLM(CacheAwareCausalLM):
         return self.token_embedding(input_ids) + self.position_embedding(local)
 
 
-def _rebuild(reference):
-    model = ChunkLocalPositionsLM(reference.config)
-    model.load_state_dict(reference.state_dict())
-    return model.eval()
-
-
-def make_test_model():
-    return _rebuild(cache_aware_lm.make_test_model())
-
-
-def make_eos_test_model():
-    return _rebuild(cache_aware_lm.make_eos_test_model())
+classes = {CacheAwareCausalLM: ChunkLocalPositionsLM}
+make_test_model = retyped_factory(cache_aware_lm.make_test_model, classes)
+make_eos_test_model = retyped_factory(cache_aware_lm.make_eos_test_model, classes)

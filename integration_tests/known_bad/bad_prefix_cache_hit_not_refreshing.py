@@ -1,29 +1,10 @@
 """A lookup hit does not move its entry to the end, so LRU evicts a recently used snapshot."""
 
-import prefix_cache
-from prefix_cache import PrefixCachedRunner, PrefixCacheNamespace, PrefixMatch
-from prefix_cache.cache import clone_past
-from prefix_cache.keys import check_count, check_namespace, token_tuple
+from gptlab_testkit.mutants import export_with, mutated_module
 
 VARIABLE = "PREFIX_CACHE_MODULE"
 EXPECTED_OWNER = "prefix_lru"
 
-__all__ = ["PrefixCache", "PrefixCacheNamespace", "PrefixCachedRunner", "PrefixMatch"]
-
-
-class PrefixCache(prefix_cache.PrefixCache):
-    def lookup_longest(self, namespace, tokens, start_position=0, max_length=None):
-        namespace = check_namespace(namespace)
-        start_position = check_count(start_position, "start_position", minimum=0)
-        ids = token_tuple(tokens)
-        limit = len(ids) if max_length is None else min(len(ids), max_length)
-        for length in range(limit - limit % self.block_size, 0, -self.block_size):
-            key = self._key(namespace, start_position, ids[:length])
-            snapshot = self._entries.get(key)
-            if snapshot is not None:
-                # mistake: no self._entries.move_to_end(key)
-                self._hits += 1
-                self._reused_tokens += length
-                return PrefixMatch(ids[:length], clone_past(snapshot, length))
-        self._misses += 1
-        return None
+no_refresh = ("self._entries.move_to_end(key)", "pass  # mistake: the hit keeps its LRU place")
+cache = mutated_module("prefix_cache.cache", [no_refresh], within="PrefixCache.lookup_longest")
+globals().update(export_with("prefix_cache", cache))

@@ -1,15 +1,9 @@
 """The prefix key leaves out the absolute start, so K/V cached at one origin serve another."""
 
-import prefix_cache
-from prefix_cache import PrefixCachedRunner, PrefixCacheNamespace, PrefixMatch
+from gptlab_testkit.mutants import export_with, mutated_module
 
 VARIABLE = "PREFIX_CACHE_MODULE"
 EXPECTED_OWNER = "prefix_key"
 
-__all__ = ["PrefixCache", "PrefixCacheNamespace", "PrefixCachedRunner", "PrefixMatch"]
-
-
-class PrefixCache(prefix_cache.PrefixCache):
-    @staticmethod
-    def _key(namespace, start_position, prefix):
-        return (namespace, prefix)  # mistake: (namespace, start, tokens) expected
+key = ("return (namespace, start_position, prefix)", "return (namespace, prefix)")
+globals().update(export_with("prefix_cache", mutated_module("prefix_cache.cache", [key])))

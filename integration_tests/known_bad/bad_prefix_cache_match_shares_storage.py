@@ -1,28 +1,10 @@
 """A lookup returns the stored tensors themselves, so writing a match corrupts the snapshot."""
 
-import prefix_cache
-from prefix_cache import PrefixCachedRunner, PrefixCacheNamespace, PrefixMatch
-from prefix_cache.keys import check_count, check_namespace, token_tuple
+from gptlab_testkit.mutants import export_with, mutated_module
 
 VARIABLE = "PREFIX_CACHE_MODULE"
 EXPECTED_OWNER = "snapshot_ownership"
 
-__all__ = ["PrefixCache", "PrefixCacheNamespace", "PrefixCachedRunner", "PrefixMatch"]
-
-
-class PrefixCache(prefix_cache.PrefixCache):
-    def lookup_longest(self, namespace, tokens, start_position=0, max_length=None):
-        namespace = check_namespace(namespace)
-        start_position = check_count(start_position, "start_position", minimum=0)
-        ids = token_tuple(tokens)
-        limit = len(ids) if max_length is None else min(len(ids), max_length)
-        for length in range(limit - limit % self.block_size, 0, -self.block_size):
-            key = self._key(namespace, start_position, ids[:length])
-            snapshot = self._entries.get(key)
-            if snapshot is not None:
-                self._entries.move_to_end(key)
-                self._hits += 1
-                self._reused_tokens += length
-                return PrefixMatch(ids[:length], snapshot)  # mistake: not cloned
-        self._misses += 1
-        return None
+not_cloned = ("clone_past(snapshot, length)", "snapshot")
+cache = mutated_module("prefix_cache.cache", [not_cloned], within="PrefixCache.lookup_longest")
+globals().update(export_with("prefix_cache", cache))

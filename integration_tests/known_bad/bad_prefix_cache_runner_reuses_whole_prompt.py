@@ -1,15 +1,13 @@
 """The runner reuses every cached block of the prompt, leaving no token to compute logits for."""
 
-import prefix_cache
-from prefix_cache import PrefixCache, PrefixCacheNamespace, PrefixMatch
+from gptlab_testkit.mutants import export_with, mutated_module
 
 VARIABLE = "PREFIX_CACHE_MODULE"
 EXPECTED_OWNER = "prefix_runner"
 
-__all__ = ["PrefixCache", "PrefixCacheNamespace", "PrefixCachedRunner", "PrefixMatch"]
-
-
-class PrefixCachedRunner(prefix_cache.PrefixCachedRunner):
-    def max_reused_tokens(self, prompt_length):
-        block_size = self.cache.block_size
-        return block_size * (prompt_length // block_size)  # mistake: floor((T - 1) / B) expected
+# mistake: B * floor(T / B) where B * floor((T - 1) / B) is the cap
+cap = (
+    "block_size * ((prompt_length - 1) // block_size)",
+    "block_size * (prompt_length // block_size)",
+)
+globals().update(export_with("prefix_cache", mutated_module("prefix_cache.runner", [cap])))

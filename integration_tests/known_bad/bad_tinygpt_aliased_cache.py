@@ -1,11 +1,7 @@
 """Caller's tensors returned aliased: the cache grows by rebinding past_key.data and returns it."""
 
-from __future__ import annotations
-
-from torch import Tensor
-
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig, LayerKV
+from gptlab_testkit.mutants import export_with, retyped_class
 from tinygpt.attention import CausalSelfAttention
 
 VARIABLE = "TINY_GPT_MODULE"
@@ -13,9 +9,7 @@ EXPECTED_OWNER = "cache_immutability"
 
 
 class GrowInPlaceAttention(CausalSelfAttention):
-    def forward(
-        self, hidden_states: Tensor, past_key_value: LayerKV | None = None
-    ) -> tuple[Tensor, LayerKV]:
+    def forward(self, hidden_states, past_key_value=None):
         output, (key, value) = super().forward(hidden_states, past_key_value)
         if past_key_value is None:
             return output, (key, value)
@@ -25,11 +19,5 @@ class GrowInPlaceAttention(CausalSelfAttention):
         return output, (past_key, past_value)
 
 
-class TinyGPT(tinygpt.TinyGPT):
-    def __init__(self, config: GPTConfig) -> None:
-        super().__init__(config)
-        for block in self.blocks:
-            block.attention.__class__ = GrowInPlaceAttention
-
-
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+TinyGPT = retyped_class(tinygpt.TinyGPT, {CausalSelfAttention: GrowInPlaceAttention})
+globals().update(export_with("tinygpt", TinyGPT=TinyGPT))

@@ -6,7 +6,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with
+from tinygpt import GPTConfig
 
 VARIABLE = "TINY_GPT_MODULE"
 EXPECTED_OWNER = "eval_dropout"
@@ -21,10 +22,10 @@ class ModeBlindDropout(nn.Module):
         return F.dropout(x, self.p)  # training=True whatever the module mode
 
 
-class TinyGPT(tinygpt.TinyGPT):
+class ModeBlindDropoutGPT(tinygpt.TinyGPT):
     def __init__(self, config: GPTConfig) -> None:
         super().__init__(config)
         self.embedding_dropout = ModeBlindDropout(config.dropout)  # type: ignore[assignment]
 
 
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+globals().update(export_with("tinygpt", TinyGPT=ModeBlindDropoutGPT))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import Tensor
 
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with, retyped_class
 from tinygpt.attention import CausalSelfAttention
 
 VARIABLE = "TINY_GPT_MODULE"
@@ -24,11 +24,5 @@ class ReshapeOnlyAttention(CausalSelfAttention):
         return y.reshape(B, T, H * D)
 
 
-class TinyGPT(tinygpt.TinyGPT):
-    def __init__(self, config: GPTConfig) -> None:
-        super().__init__(config)
-        for block in self.blocks:
-            block.attention.__class__ = ReshapeOnlyAttention
-
-
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+TinyGPT = retyped_class(tinygpt.TinyGPT, {CausalSelfAttention: ReshapeOnlyAttention})
+globals().update(export_with("tinygpt", TinyGPT=TinyGPT))

@@ -3,12 +3,8 @@
 Outputs are computed correctly first; only the caller's tensors are overwritten afterwards.
 """
 
-from __future__ import annotations
-
-from torch import Tensor
-
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig, LayerKV
+from gptlab_testkit.mutants import export_with, retyped_class
 from tinygpt.attention import CausalSelfAttention
 
 VARIABLE = "TINY_GPT_MODULE"
@@ -16,9 +12,7 @@ EXPECTED_OWNER = "cache_immutability"
 
 
 class RollingBufferAttention(CausalSelfAttention):
-    def forward(
-        self, hidden_states: Tensor, past_key_value: LayerKV | None = None
-    ) -> tuple[Tensor, LayerKV]:
+    def forward(self, hidden_states, past_key_value=None):
         output, (key, value) = super().forward(hidden_states, past_key_value)
         if past_key_value is not None:
             past_key, past_value = past_key_value
@@ -28,11 +22,5 @@ class RollingBufferAttention(CausalSelfAttention):
         return output, (key, value)
 
 
-class TinyGPT(tinygpt.TinyGPT):
-    def __init__(self, config: GPTConfig) -> None:
-        super().__init__(config)
-        for block in self.blocks:
-            block.attention.__class__ = RollingBufferAttention
-
-
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+TinyGPT = retyped_class(tinygpt.TinyGPT, {CausalSelfAttention: RollingBufferAttention})
+globals().update(export_with("tinygpt", TinyGPT=TinyGPT))

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with, retyped_class
 from tinygpt.attention import CausalSelfAttention
 
 VARIABLE = "TINY_GPT_MODULE"
@@ -22,11 +22,5 @@ class InvertedMaskAttention(CausalSelfAttention):
         return key_positions[None, :] > query_positions[:, None]
 
 
-class TinyGPT(tinygpt.TinyGPT):
-    def __init__(self, config: GPTConfig) -> None:
-        super().__init__(config)
-        for block in self.blocks:
-            block.attention.__class__ = InvertedMaskAttention
-
-
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+TinyGPT = retyped_class(tinygpt.TinyGPT, {CausalSelfAttention: InvertedMaskAttention})
+globals().update(export_with("tinygpt", TinyGPT=TinyGPT))

@@ -1,38 +1,10 @@
 """generate switches to eval mode and never restores the caller's training mode."""
 
-from __future__ import annotations
-
-import inspect
-import sys
-from types import ModuleType
-from typing import Any
-
-import tinygpt
-import tinygpt.generation
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with, mutated_module
 
 VARIABLE = "TINY_GPT_MODULE"
 EXPECTED_OWNER = "greedy_decoding"
 
-
-def mutated_copy(module: ModuleType, old: str, new: str) -> ModuleType:
-    """A fresh copy of a reference module with one source edit; the reference stays intact."""
-    source = inspect.getsource(module)
-    if source.count(old) != 1:
-        raise RuntimeError(f"{module.__name__} no longer contains exactly one {old!r}")
-    copy = ModuleType(f"{module.__name__}_known_bad")
-    copy.__package__ = module.__package__  # relative imports resolve to the reference
-    sys.modules[copy.__name__] = copy  # dataclasses look their module up by name
-    exec(compile(source.replace(old, new), module.__file__ or "<copy>", "exec"), copy.__dict__)
-    return copy
-
-
-generation = mutated_copy(tinygpt.generation, "model.train(was_training)", "pass")
-
-
-class TinyGPT(tinygpt.TinyGPT):
-    def generate(self, *args: Any, **kwargs: Any) -> Any:
-        return generation.generate(self, *args, **kwargs)
-
-
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+generation = mutated_module("tinygpt.generation", [("model.train(was_training)", "pass")])
+model = mutated_module("tinygpt.model", rebind={"generate": generation.generate})
+globals().update(export_with("tinygpt", model))

@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with
+from tinygpt import GPTConfig
 
 VARIABLE = "TINY_GPT_MODULE"
 EXPECTED_OWNER = "registration"
 
 
-class TinyGPT(tinygpt.TinyGPT):
+class PlainListGPT(tinygpt.TinyGPT):
     def __init__(self, config: GPTConfig) -> None:
         super().__init__(config)
         blocks = list(self.blocks)
@@ -21,4 +22,4 @@ class TinyGPT(tinygpt.TinyGPT):
         self.blocks = blocks  # type: ignore[assignment]  # ... and keep the blocks in a plain list
 
 
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+globals().update(export_with("tinygpt", TinyGPT=PlainListGPT))

@@ -1,19 +1,11 @@
 """Position offset ignored after a cache: new tokens always embed positions 0..T-1."""
 
-from __future__ import annotations
-
-from torch import Tensor
-
-import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with, mutated_module
 
 VARIABLE = "TINY_GPT_MODULE"
 EXPECTED_OWNER = "tokenwise_cache"
 
-
-class TinyGPT(tinygpt.TinyGPT):
-    def embed(self, input_ids: Tensor, past_length: int) -> Tensor:
-        return super().embed(input_ids, 0)
-
-
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+from_zero = ("torch.arange(past_length, past_length + T,", "torch.arange(0, T,")
+globals().update(
+    export_with("tinygpt", mutated_module("tinygpt.model", [from_zero], within="TinyGPT.embed"))
+)

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with, retyped_class
 from tinygpt.blocks import MLP
 
 VARIABLE = "TINY_GPT_MODULE"
@@ -19,11 +19,5 @@ class TanhGeluMLP(MLP):
         return output
 
 
-class TinyGPT(tinygpt.TinyGPT):
-    def __init__(self, config: GPTConfig) -> None:
-        super().__init__(config)
-        for block in self.blocks:
-            block.mlp.__class__ = TanhGeluMLP
-
-
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+TinyGPT = retyped_class(tinygpt.TinyGPT, {MLP: TanhGeluMLP})
+globals().update(export_with("tinygpt", TinyGPT=TinyGPT))

@@ -5,16 +5,17 @@ from __future__ import annotations
 from torch import nn
 
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with
+from tinygpt import GPTConfig
 
 VARIABLE = "TINY_GPT_MODULE"
 EXPECTED_OWNER = "tying"
 
 
-class TinyGPT(tinygpt.TinyGPT):
+class UntiedHeadGPT(tinygpt.TinyGPT):
     def __init__(self, config: GPTConfig) -> None:
         super().__init__(config)
         self.lm_head.weight = nn.Parameter(self.token_embedding.weight.detach().clone())
 
 
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+globals().update(export_with("tinygpt", TinyGPT=UntiedHeadGPT))

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 import tinygpt
-from tinygpt import CausalLMOutput, GPTConfig
+from gptlab_testkit.mutants import export_with, retyped_class
 from tinygpt.attention import CausalSelfAttention
 
 VARIABLE = "TINY_GPT_MODULE"
@@ -26,11 +26,5 @@ class UpperLeftMaskAttention(CausalSelfAttention):
         return torch.ones(shape, dtype=torch.bool, device=device).tril()  # M[i, j] = j <= i
 
 
-class TinyGPT(tinygpt.TinyGPT):
-    def __init__(self, config: GPTConfig) -> None:
-        super().__init__(config)
-        for block in self.blocks:
-            block.attention.__class__ = UpperLeftMaskAttention
-
-
-__all__ = ["CausalLMOutput", "GPTConfig", "TinyGPT"]
+TinyGPT = retyped_class(tinygpt.TinyGPT, {CausalSelfAttention: UpperLeftMaskAttention})
+globals().update(export_with("tinygpt", TinyGPT=TinyGPT))

@@ -5,47 +5,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptlab_testkit import assert_no_shared_storage, candidate, shares_storage, test_device
+from gptlab_testkit import assert_no_shared_storage, candidate, shares_storage
 from gptlab_testkit.kv_storage import data_pointers
 
 kvc = candidate("KV_CACHE_MODULE")
 
 pytestmark = [pytest.mark.owner("storage_lifecycle"), pytest.mark.contract]
 
-LAYERS, B, H, D = 2, 2, 3, 4
 
-
-def randn(*shape: int, seed: int) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=generator).to(test_device())
-
-
-def random_kv(tokens: int, seed: int) -> tuple[tuple[torch.Tensor, torch.Tensor], ...]:
-    return tuple(
-        (randn(B, H, tokens, D, seed=seed + 2 * i), randn(B, H, tokens, D, seed=seed + 2 * i + 1))
-        for i in range(LAYERS)
-    )
-
-
-def long(rows: list[list[int]] | list[int]) -> torch.Tensor:
-    return torch.tensor(rows, dtype=torch.long, device=test_device())
-
-
-def make_cache(capacity: int, starts: list[int] | None = None):
-    return kvc.KVCache(
-        LAYERS,
-        B,
-        H,
-        capacity,
-        D,
-        device=test_device(),
-        start_positions=None if starts is None else long(starts),
-    )
-
-
-def poisoned_past(lengths: list[int], tokens: int, seed: int):
+def poisoned_past(kv, lengths: list[int], tokens: int, seed: int):
     """Random K/V `[B, H, tokens, D]` whose slots past each row's length hold NaN."""
-    past = random_kv(tokens, seed)
+    past = kv.random(tokens, seed)
     for key, value in past:
         for b, length in enumerate(lengths):
             key[b, :, length:] = float("nan")
@@ -53,19 +23,19 @@ def poisoned_past(lengths: list[int], tokens: int, seed: int):
     return past
 
 
-def filled_cache(capacity: int = 7):
+def filled_cache(kv, capacity: int = 7):
     """A cache whose every slot holds (stale) data."""
-    cache = make_cache(capacity, starts=[0, 0])
-    cache.append(random_kv(capacity, seed=99), long([list(range(capacity))] * B))
+    cache = kv.cache(capacity, starts=[0, 0])
+    cache.append(kv.random(capacity, seed=99), kv.long([list(range(capacity))] * kv.batch))
     return cache
 
 
-def test_load_keeps_each_rows_valid_prefix_and_zeroes_every_other_slot():
-    cache = filled_cache(capacity=7)
+def test_load_keeps_each_rows_valid_prefix_and_zeroes_every_other_slot(kv):
+    cache = filled_cache(kv, capacity=7)
     lengths = [2, 4]
-    source = poisoned_past(lengths, tokens=5, seed=1)
+    source = poisoned_past(kv, lengths, tokens=5, seed=1)
 
-    cache.load(source, long(lengths), long([3, 0]))
+    cache.load(source, kv.long(lengths), kv.long([3, 0]))
 
     for (key, value), (src_key, src_value) in zip(cache.storage, source, strict=True):
         for stored, given in ((key, src_key), (value, src_value)):
@@ -78,65 +48,65 @@ def test_load_keeps_each_rows_valid_prefix_and_zeroes_every_other_slot():
                 ), f"row {b}: slots from {length} on are not zero (stale or padding data)"
 
 
-def test_load_sets_lengths_starts_and_logical_length():
-    cache = filled_cache(capacity=7)
+def test_load_sets_lengths_starts_and_logical_length(kv):
+    cache = filled_cache(kv, capacity=7)
 
-    cache.load(random_kv(5, seed=1), long([2, 4]), long([3, 0]))
+    cache.load(kv.random(5, seed=1), kv.long([2, 4]), kv.long([3, 0]))
 
     assert cache.cache_lengths.tolist() == [2, 4]
     assert cache.cache_start_positions.tolist() == [3, 0]
     assert cache.logical_length == 4
 
 
-def test_load_copies_so_the_source_is_neither_aliased_nor_written():
-    source = random_kv(3, seed=1)
+def test_load_copies_so_the_source_is_neither_aliased_nor_written(kv):
+    source = kv.random(3, seed=1)
     before = tuple((k.clone(), v.clone()) for k, v in source)
-    cache = make_cache(capacity=5)
+    cache = kv.cache(capacity=5)
 
-    cache.load(source, long([3, 3]), long([0, 0]))
-    cache.append(random_kv(2, seed=7), long([[3, 4], [3, 4]]))
+    cache.load(source, kv.long([3, 3]), kv.long([0, 0]))
+    cache.append(kv.random(2, seed=7), kv.long([[3, 4], [3, 4]]))
 
     assert_no_shared_storage(cache.storage, source, "storage after load")
     for (key, value), (key0, value0) in zip(source, before, strict=True):
         assert torch.equal(key, key0) and torch.equal(value, value0), "load source was written"
 
 
-def test_from_past_key_values_sizes_from_the_first_key_and_loads():
-    source = random_kv(4, seed=2)
+def test_from_past_key_values_sizes_from_the_first_key_and_loads(kv):
+    source = kv.random(4, seed=2)
 
-    cache = kvc.KVCache.from_past_key_values(source, long([4, 2]), long([1, 6]))
+    cache = kvc.KVCache.from_past_key_values(source, kv.long([4, 2]), kv.long([1, 6]))
 
-    assert len(cache.storage) == LAYERS
-    assert cache.storage[0][0].shape == (B, H, 4, D), "capacity must default to the key's S"
+    assert len(cache.storage) == kv.layers
+    assert cache.storage[0][0].shape == kv.shape(4), "capacity must default to the key's S"
     assert cache.cache_lengths.tolist() == [4, 2]
     assert cache.cache_start_positions.tolist() == [1, 6]
     assert torch.equal(cache.storage[1][1][0], source[1][1][0])
 
 
-def test_from_past_key_values_with_a_larger_capacity_zero_fills_the_rest():
-    source = random_kv(4, seed=2)
+def test_from_past_key_values_with_a_larger_capacity_zero_fills_the_rest(kv):
+    source = kv.random(4, seed=2)
 
-    cache = kvc.KVCache.from_past_key_values(source, long([4, 4]), long([0, 0]), capacity=9)
+    cache = kvc.KVCache.from_past_key_values(source, kv.long([4, 4]), kv.long([0, 0]), capacity=9)
 
     for (key, value), (src_key, src_value) in zip(cache.storage, source, strict=True):
-        assert key.shape == value.shape == (B, H, 9, D)
+        assert key.shape == value.shape == kv.shape(9)
         assert torch.equal(key[:, :, :4], src_key) and torch.equal(value[:, :, :4], src_value)
         assert not key[:, :, 4:].any() and not value[:, :, 4:].any()
 
 
-def test_model_inputs_of_an_empty_cache_are_none():
-    assert make_cache(capacity=4).model_inputs() == (None, None, None)
+def test_model_inputs_of_an_empty_cache_are_none(kv):
+    assert kv.cache(capacity=4).model_inputs() == (None, None, None)
 
 
-def test_model_inputs_are_storage_views_sliced_to_the_logical_length():
-    cache = make_cache(capacity=7)
-    cache.load(random_kv(5, seed=3), long([2, 4]), long([3, 0]))
+def test_model_inputs_are_storage_views_sliced_to_the_logical_length(kv):
+    cache = kv.cache(capacity=7)
+    cache.load(kv.random(5, seed=3), kv.long([2, 4]), kv.long([3, 0]))
 
     past, lengths, starts = cache.model_inputs()
 
-    assert len(past) == LAYERS
+    assert len(past) == kv.layers
     for (key, value), (stored_key, stored_value) in zip(past, cache.storage, strict=True):
-        assert key.shape == value.shape == (B, H, 4, D), "K/V must be sliced to logical_length"
+        assert key.shape == value.shape == kv.shape(4), "K/V must be sliced to logical_length"
         assert torch.equal(key, stored_key[:, :, :4]) and torch.equal(value, stored_value[:, :, :4])
         assert shares_storage(key, stored_key) and shares_storage(value, stored_value), (
             "model_inputs must be views of the storage, not copies"
@@ -144,9 +114,9 @@ def test_model_inputs_are_storage_views_sliced_to_the_logical_length():
     assert lengths.tolist() == [2, 4] and starts.tolist() == [3, 0]
 
 
-def test_metadata_properties_are_copies():
-    cache = make_cache(capacity=4, starts=[1, 2])
-    cache.append(random_kv(1, seed=4), long([[1], [2]]))
+def test_metadata_properties_are_copies(kv):
+    cache = kv.cache(capacity=4, starts=[1, 2])
+    cache.append(kv.random(1, seed=4), kv.long([[1], [2]]))
 
     cache.cache_lengths.fill_(3)
     cache.cache_start_positions.fill_(9)
@@ -155,30 +125,30 @@ def test_metadata_properties_are_copies():
     assert cache.cache_start_positions.tolist() == [1, 2]
 
 
-def test_snapshot_is_a_clone_sliced_to_the_logical_length():
-    cache = make_cache(capacity=6)
-    written = random_kv(3, seed=5)
-    cache.append(written, long([[0, 1, 2], [0, 1, 2]]))
+def test_snapshot_is_a_clone_sliced_to_the_logical_length(kv):
+    cache = kv.cache(capacity=6)
+    written = kv.random(3, seed=5)
+    cache.append(written, kv.long([[0, 1, 2], [0, 1, 2]]))
 
     snapshot = cache.snapshot()
-    cache.append(random_kv(1, seed=6), long([[3], [3]]))
-    cache.load(random_kv(3, seed=7), long([3, 3]), long([0, 0]))
+    cache.append(kv.random(1, seed=6), kv.long([[3], [3]]))
+    cache.load(kv.random(3, seed=7), kv.long([3, 3]), kv.long([0, 0]))
 
     assert_no_shared_storage(snapshot, cache.storage, "snapshot")
     for (key, value), (want_key, want_value) in zip(snapshot, written, strict=True):
-        assert key.shape == value.shape == (B, H, 3, D), "snapshot must be sliced to logical_length"
+        assert key.shape == value.shape == kv.shape(3), "snapshot must be sliced to logical_length"
         assert torch.equal(key, want_key) and torch.equal(value, want_value), (
             "later writes reached the snapshot"
         )
 
 
-def test_reset_keeps_storage_and_hides_old_tokens():
-    cache = make_cache(capacity=5)
-    cache.append(random_kv(3, seed=8), long([[0, 1, 2], [0, 1, 2]]))
+def test_reset_keeps_storage_and_hides_old_tokens(kv):
+    cache = kv.cache(capacity=5)
+    cache.append(kv.random(3, seed=8), kv.long([[0, 1, 2], [0, 1, 2]]))
     tensors = [tensor for pair in cache.storage for tensor in pair]
     pointers = data_pointers(cache.storage)
 
-    cache.reset(long([5, 2]))
+    cache.reset(kv.long([5, 2]))
 
     assert all(a is b for a, b in zip((t for p in cache.storage for t in p), tensors, strict=True))
     assert data_pointers(cache.storage) == pointers, "reset reallocated the storage"
@@ -186,17 +156,17 @@ def test_reset_keeps_storage_and_hides_old_tokens():
     assert cache.cache_start_positions.tolist() == [5, 2]
     assert cache.logical_length == 0
     assert cache.model_inputs() == (None, None, None)
-    fresh = random_kv(1, seed=9)
-    cache.append(fresh, long([[5], [2]]))
+    fresh = kv.random(1, seed=9)
+    cache.append(fresh, kv.long([[5], [2]]))
     for (key, value), (want_key, want_value) in zip(cache.snapshot(), fresh, strict=True):
         assert torch.equal(key, want_key) and torch.equal(value, want_value), (
             "old tokens visible after reset"
         )
 
 
-def test_reset_without_starts_sets_them_to_zero():
-    cache = make_cache(capacity=3, starts=[2, 1])
-    cache.append(random_kv(1, seed=10), long([[2], [1]]))
+def test_reset_without_starts_sets_them_to_zero(kv):
+    cache = kv.cache(capacity=3, starts=[2, 1])
+    cache.append(kv.random(1, seed=10), kv.long([[2], [1]]))
 
     cache.reset()
 

@@ -46,16 +46,11 @@ def position_rows(starts: list[int], length: int) -> torch.Tensor:
 
 def run(model, ids, positions, cache=None):
     """One forward, from scratch or against a KVCache's model_inputs()."""
-    past, lengths, starts = (None, None, None) if cache is None else cache.model_inputs()
+    # model_inputs() is (past_key_values, cache_lengths, cache_start_positions): the
+    # model's own argument order after positions.
+    cache_inputs = (None, None, None) if cache is None else cache.model_inputs()
     with torch.no_grad():
-        return model(
-            ids,
-            positions,
-            past_key_values=past,
-            cache_lengths=lengths,
-            cache_start_positions=starts,
-            use_cache=True,
-        )
+        return model(ids, positions, *cache_inputs, use_cache=True)
 
 
 @dataclass

@@ -97,21 +97,25 @@ SCRIPTED_ROUNDS = {  # width: (verification steps, proposed, accepted, discarded
 }
 
 
+def scripted_generate(target, drafts, width):
+    """The prompt with a 10-token budget, drafted by the script wrong at WRONG_INDICES."""
+    ids, positions = prompt()
+    draft = drafts.scripted(target, [LAST + index for index in WRONG_INDICES])
+    return sd.speculative_generate(target, draft, ids, positions, 10, width)
+
+
 @pytest.mark.owner("speculative_rollback")
 @pytest.mark.parametrize("width", sorted(SCRIPTED_ROUNDS))
 def test_partial_acceptance_keeps_the_accepted_prefix_and_the_targets_token(target, drafts, width):
+    out = scripted_generate(target, drafts, width)
     ids, positions = prompt()
-    draft = drafts.scripted(target, [LAST + index for index in WRONG_INDICES])
-    out = sd.speculative_generate(target, draft, ids, positions, 10, width)
     assert torch.equal(out.tokens, target_greedy(target, ids, positions, 10))
 
 
 @pytest.mark.owner("speculative_accounting")
 @pytest.mark.parametrize("width", sorted(SCRIPTED_ROUNDS))
 def test_partial_acceptance_accounting_follows_the_rounds(target, drafts, width):
-    ids, positions = prompt()
-    draft = drafts.scripted(target, [LAST + index for index in WRONG_INDICES])
-    out = sd.speculative_generate(target, draft, ids, positions, 10, width)
+    out = scripted_generate(target, drafts, width)
     assert accounting(out) == SCRIPTED_ROUNDS[width]
     _, proposed, accepted, _ = SCRIPTED_ROUNDS[width]
     assert out.acceptance_rate == pytest.approx(accepted / proposed)
@@ -140,31 +144,36 @@ def test_bonus_token_only_while_budget_remains(target, budget):
     assert out.accepted_draft_tokens == proposed
 
 
-@pytest.mark.owner("speculative_accounting")
-def test_eos_proposed_by_the_draft_ends_the_proposal_and_the_generation(lm):
-    # EOS model from [2] with EOS 0: greedy 3, 0. The draft proposes 3, 0 and stops.
-    target = lm.make_eos_test_model().to(test_device())
+@pytest.fixture(scope="module")
+def eos_target(lm):
+    return lm.make_eos_test_model().to(test_device())
+
+
+def eos_generate(target, draft, width):
+    """From [2] at position 0 with EOS 0 (greedy: 3, then EOS), a budget of 6."""
     ids, positions = prompt([2], origin=0)
-    out = sd.speculative_generate(target, copy.deepcopy(target), ids, positions, 6, 4, 0)
+    return sd.speculative_generate(target, draft, ids, positions, 6, width, 0)
+
+
+@pytest.mark.owner("speculative_accounting")
+def test_eos_proposed_by_the_draft_ends_the_proposal_and_the_generation(eos_target):
+    # The draft proposes 3, 0 and stops.
+    out = eos_generate(eos_target, copy.deepcopy(eos_target), width=4)
     assert out.tokens.tolist() == [[2, 3, 0]]
     assert accounting(out) == (1, 2, 2, 0)
 
 
 @pytest.mark.owner("speculative_accounting")
-def test_eos_as_the_targets_bonus_token_ends_the_generation(lm):
-    target = lm.make_eos_test_model().to(test_device())
-    ids, positions = prompt([2], origin=0)
-    out = sd.speculative_generate(target, copy.deepcopy(target), ids, positions, 6, 1, 0)
+def test_eos_as_the_targets_bonus_token_ends_the_generation(eos_target):
+    out = eos_generate(eos_target, copy.deepcopy(eos_target), width=1)
     assert out.tokens.tolist() == [[2, 3, 0]]  # 3 proposed and accepted, bonus EOS
     assert accounting(out) == (1, 1, 1, 0)
 
 
 @pytest.mark.owner("speculative_accounting")
-def test_eos_accepted_after_a_rejection_ends_the_generation(lm, drafts):
+def test_eos_accepted_after_a_rejection_ends_the_generation(eos_target, drafts):
     # The zero draft proposes 0 (= EOS) alone each round: rejected for 3, then accepted.
-    target = lm.make_eos_test_model().to(test_device())
-    ids, positions = prompt([2], origin=0)
-    out = sd.speculative_generate(target, drafts.zeroed(target), ids, positions, 6, 3, 0)
+    out = eos_generate(eos_target, drafts.zeroed(eos_target), width=3)
     assert out.tokens.tolist() == [[2, 3, 0]]
     assert accounting(out) == (2, 2, 1, 1)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -11,6 +13,8 @@ from gptlab_testkit.grade import UsageError, parse_assignments
 from gptlab_testkit.known_bad import read_known_bad
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
+
+LoadAttempt = Callable[[str, str, str], ModuleType]
 
 # The seed's failure-to-owner table, in this project's keys: every row must be routable.
 SEED_OWNERS = {
@@ -27,29 +31,34 @@ def test_routing_table_covers_the_seed_owners_with_repair_targets() -> None:
         assert owner.mechanism and owner.repair and owner.package, owner.key
 
 
-def test_candidate_loads_from_a_py_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    module = tmp_path / "attempt_ok.py"
-    module.write_text("def chunked_prefill(*args, **kwargs):\n    return 'mine'\n")
-    monkeypatch.setenv("CHUNKED_PREFILL_MODULE", str(module))
-    load_candidate.cache_clear()
-    try:
-        assert load_candidate("CHUNKED_PREFILL_MODULE").chunked_prefill() == "mine"
-    finally:
+@pytest.fixture
+def load_attempt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LoadAttempt:
+    """load_attempt(VARIABLE, filename, source): load_candidate on a fresh file, uncached."""
+
+    def load(variable: str, filename: str, source: str) -> ModuleType:
+        module = tmp_path / filename
+        module.write_text(source)
+        monkeypatch.setenv(variable, str(module))
         load_candidate.cache_clear()
+        try:
+            return load_candidate(variable)
+        finally:
+            load_candidate.cache_clear()
+
+    return load
+
+
+def test_candidate_loads_from_a_py_path(load_attempt: LoadAttempt) -> None:
+    source = "def chunked_prefill(*args, **kwargs):\n    return 'mine'\n"
+    module = load_attempt("CHUNKED_PREFILL_MODULE", "attempt_ok.py", source)
+    assert module.chunked_prefill() == "mine"
 
 
 def test_missing_name_is_one_line_naming_variable_module_and_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    load_attempt: LoadAttempt,
 ) -> None:
-    module = tmp_path / "attempt_empty.py"
-    module.write_text("X = 1\n")
-    monkeypatch.setenv("KV_CACHE_MODULE", str(module))
-    load_candidate.cache_clear()
-    try:
-        with pytest.raises(CandidateError) as error:
-            load_candidate("KV_CACHE_MODULE")
-    finally:
-        load_candidate.cache_clear()
+    with pytest.raises(CandidateError) as error:
+        load_attempt("KV_CACHE_MODULE", "attempt_empty.py", "X = 1\n")
     message = str(error.value)
     assert "\n" not in message
     assert "KV_CACHE_MODULE" in message
@@ -58,19 +67,13 @@ def test_missing_name_is_one_line_naming_variable_module_and_name(
 
 
 def test_import_failure_is_one_line_with_the_cause(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    load_attempt: LoadAttempt,
 ) -> None:
-    module = tmp_path / "attempt_boom.py"
-    module.write_text("import torch\nraise RuntimeError('half-written attempt')\n")
-    monkeypatch.setenv("SPECULATIVE_DECODING_MODULE", str(module))
-    load_candidate.cache_clear()
-    try:
-        with pytest.raises(
-            CandidateError, match=r"RuntimeError: half-written attempt \(attempt_boom.py:2\)"
-        ):
-            load_candidate("SPECULATIVE_DECODING_MODULE")
-    finally:
-        load_candidate.cache_clear()
+    source = "import torch\nraise RuntimeError('half-written attempt')\n"
+    with pytest.raises(
+        CandidateError, match=r"RuntimeError: half-written attempt \(attempt_boom.py:2\)"
+    ):
+        load_attempt("SPECULATIVE_DECODING_MODULE", "attempt_boom.py", source)
 
 
 def test_grade_arguments_accept_pairs_and_assignments(tmp_path: Path) -> None:
