@@ -3,31 +3,39 @@
 The reference ``CacheAwareCausalLM`` (GPT-2-shaped, reusing ``tinygpt.GPTConfig``)
 and, in ``cache_aware_lm.modern``, a grouped-query / rotary variant with the same
 forward contract. Both compute with a ``CacheWriter`` (the functional one by
-default) and the absolute-position mask.
+default) and the absolute-position mask. ``serve_generate`` is the serving decode
+path: the same greedy tokens, with K/V written in place into request storage.
 """
 
-from .attention import grouped_query_attention
+from .attention import AttentionKernel, folded_grouped_query_attention, grouped_query_attention
 from .cache_update import CacheWriter, FunctionalCacheWriter
 from .factories import make_eos_test_model, make_test_model
 from .generation import greedy_generate
 from .masking import absolute_position_mask
 from .model import CacheAwareCausalLM
 from .output import CacheAwareOutput, LayerKV, PastKeyValues
+from .serving import InPlaceCacheWriter, RequestStorage, ServableModel, serve_generate
 from .validation import CacheState, ModelGeometry, validate_forward_inputs
 
 __all__ = [
+    "AttentionKernel",
     "CacheAwareCausalLM",
     "CacheAwareOutput",
     "CacheState",
     "CacheWriter",
     "FunctionalCacheWriter",
+    "InPlaceCacheWriter",
     "LayerKV",
     "ModelGeometry",
     "PastKeyValues",
+    "RequestStorage",
+    "ServableModel",
     "absolute_position_mask",
+    "folded_grouped_query_attention",
     "greedy_generate",
     "grouped_query_attention",
     "make_eos_test_model",
     "make_test_model",
+    "serve_generate",
     "validate_forward_inputs",
 ]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from torch import Tensor
 from torch.nn import functional
+
+# (query [B, H, T, D], keys [B, H_kv, S, D], values, mask [B, 1, T, S]) -> [B, H, T, D]
+AttentionKernel = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -35,3 +40,33 @@ def grouped_query_attention(query: Tensor, keys: Tensor, values: Tensor, mask: T
         keys = keys.repeat_interleave(group_size, dim=1)
         values = values.repeat_interleave(group_size, dim=1)
     return functional.scaled_dot_product_attention(query, keys, values, attn_mask=mask)
+
+
+def folded_grouped_query_attention(
+    query: Tensor, keys: Tensor, values: Tensor, mask: Tensor
+) -> Tensor:
+    """``grouped_query_attention`` without copying the keys and values (the serving kernel).
+
+    Instead of repeating each key/value head G = H / H_kv times, the G query heads
+    of a group are folded into the query-length axis: ``[B, H, T, D]`` ->
+    ``[B, H_kv, G * T, D]``, and the mask is repeated per group (``[B, 1, G * T, S]``,
+    small). The dot products are the same; K/V are read in place, so reading a
+    long stored prefix costs no copy per step.
+    """
+    B, H, T, D = query.shape
+    H_kv = keys.shape[1]
+    if H % H_kv != 0:
+        raise ValueError(f"query heads ({H}) must be a multiple of key/value heads ({H_kv})")
+    G = H // H_kv
+    if G == 1:
+        return functional.scaled_dot_product_attention(query, keys, values, attn_mask=mask)
+    # Query head h = kv_head * G + g reads kv head h // G, as repeat_interleave does.
+    query_folded = query.reshape(B, H_kv, G * T, D)
+    # One query per row (decode): its [B, 1, 1, S] mask already broadcasts over G rows.
+    mask_folded = (
+        mask
+        if T == 1
+        else mask[:, :, None].expand(B, 1, G, T, mask.shape[-1]).reshape(B, 1, G * T, -1)
+    )
+    out = functional.scaled_dot_product_attention(query_folded, keys, values, attn_mask=mask_folded)
+    return out.reshape(B, H, T, D)

@@ -44,7 +44,31 @@ def greedy_generate(
     ``positions[:, -1] + k``, which must stay below the context length: checked
     before the first step. Runs in eval mode and restores the caller's mode.
     """
-    geometry = model.geometry
+    validate_generation_request(input_ids, positions, max_new_tokens, eos_token_id, model.geometry)
+    if max_new_tokens == 0:
+        return input_ids.clone()
+
+    was_training = model.training
+    model.train(False)
+    try:
+        with torch.no_grad():
+            return _greedy_loop(model, input_ids, positions, max_new_tokens, eos_token_id)
+    finally:
+        model.train(was_training)
+
+
+def validate_generation_request(
+    input_ids: Tensor,
+    positions: Tensor,
+    max_new_tokens: int,
+    eos_token_id: int | None,
+    geometry: ModelGeometry,
+) -> None:
+    """Tokens, positions, budget and EOS id of one generate request (ValueError).
+
+    The k-th new token sits at ``positions[:, -1] + k``: the last one must stay
+    below the context length.
+    """
     validate_tokens(input_ids, positions, geometry)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
         raise ValueError(f"max_new_tokens must be an int, got {max_new_tokens!r}")
@@ -62,16 +86,6 @@ def greedy_generate(
             f"generating {max_new_tokens} tokens reaches position {last_position}, beyond the "
             f"context length {geometry.context_length}"
         )
-    if max_new_tokens == 0:
-        return input_ids.clone()
-
-    was_training = model.training
-    model.train(False)
-    try:
-        with torch.no_grad():
-            return _greedy_loop(model, input_ids, positions, max_new_tokens, eos_token_id)
-    finally:
-        model.train(was_training)
 
 
 def _greedy_loop(

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from tinygpt import GPTConfig
 
-from .attention import grouped_query_attention, merge_heads, split_heads
+from .attention import AttentionKernel, grouped_query_attention, merge_heads, split_heads
 from .cache_update import CacheWriter, FunctionalCacheWriter
 from .generation import greedy_generate
 from .masking import absolute_position_mask
@@ -36,11 +36,16 @@ class CacheAwareAttention(nn.Module):
         return split_heads(q, H), split_heads(k, H), split_heads(v, H)
 
     def forward(
-        self, x: Tensor, mask: Tensor, cache_writer: CacheWriter, layer_index: int
+        self,
+        x: Tensor,
+        mask: Tensor,
+        cache_writer: CacheWriter,
+        layer_index: int,
+        attend: AttentionKernel = grouped_query_attention,
     ) -> tuple[Tensor, LayerKV]:
         q, k, v = self.project_qkv(x)
         keys, values = cache_writer.write(layer_index, k, v)  # [B, H, S, D]
-        y = grouped_query_attention(q, keys, values, mask)  # [B, H, T, D]
+        y = attend(q, keys, values, mask)  # [B, H, T, D]
         return self.out_proj(merge_heads(y)), (keys, values)
 
 
@@ -66,9 +71,16 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(
-        self, x: Tensor, mask: Tensor, cache_writer: CacheWriter, layer_index: int
+        self,
+        x: Tensor,
+        mask: Tensor,
+        cache_writer: CacheWriter,
+        layer_index: int,
+        attend: AttentionKernel = grouped_query_attention,
     ) -> tuple[Tensor, LayerKV]:
-        attended, layer_kv = self.attention(self.attention_norm(x), mask, cache_writer, layer_index)
+        attended, layer_kv = self.attention(
+            self.attention_norm(x), mask, cache_writer, layer_index, attend
+        )
         x = x + attended
         return x + self.mlp(self.mlp_norm(x)), layer_kv
 
@@ -117,6 +129,28 @@ class CacheAwareCausalLM(nn.Module):
 
     attention_mask = staticmethod(absolute_position_mask)
 
+    def run_blocks(
+        self,
+        input_ids: Tensor,
+        positions: Tensor,
+        mask: Tensor,
+        cache_writer: CacheWriter,
+        attend: AttentionKernel = grouped_query_attention,
+    ) -> tuple[Tensor, PastKeyValues]:
+        """The unchecked body of ``forward``: embed, every block, final norm.
+
+        The caller has validated the inputs and built ``mask`` for the writer's
+        slots (``forward`` and the serving decoder do). Returns the normalised hidden
+        states ``[B, T, C]`` (``lm_head`` turns them into logits) and each layer's
+        attended keys/values as the writer returned them.
+        """
+        x = self.embed(input_ids, positions)
+        present: list[LayerKV] = []
+        for layer_index, block in enumerate(self.blocks):
+            x, layer_kv = block(x, mask, cache_writer, layer_index, attend)
+            present.append(layer_kv)
+        return self.final_norm(x), tuple(present)
+
     def forward(
         self,
         input_ids: Tensor,
@@ -135,18 +169,14 @@ class CacheAwareCausalLM(nn.Module):
         new_lengths = state.lengths + T
         mask = self.attention_mask(positions, state.starts, new_lengths, writer.storage_length)
 
-        x = self.embed(input_ids, positions)
-        present: list[LayerKV] = []
-        for layer_index, block in enumerate(self.blocks):
-            x, layer_kv = block(x, mask, writer, layer_index)
-            present.append(layer_kv)
-        logits = self.lm_head(self.final_norm(x))
+        hidden, present = self.run_blocks(input_ids, positions, mask, writer)
+        logits = self.lm_head(hidden)
 
         if not use_cache:
             return CacheAwareOutput(logits=logits)
         return CacheAwareOutput(
             logits=logits,
-            past_key_values=tuple(present),
+            past_key_values=present,
             cache_lengths=new_lengths,
             cache_start_positions=state.starts.clone(),
         )

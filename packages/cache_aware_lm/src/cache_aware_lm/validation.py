@@ -87,9 +87,9 @@ def validate_forward_inputs(
         return CacheState(past=None, lengths=torch.zeros_like(origins), starts=origins)
     if cache_lengths is None or cache_start_positions is None:
         raise ValueError("past_key_values needs both cache_lengths and cache_start_positions")
-    lengths = _check_metadata("cache_lengths", cache_lengths, B, geometry.device)
-    starts = _check_metadata("cache_start_positions", cache_start_positions, B, geometry.device)
-    past = _check_past(past_key_values, B, geometry)
+    lengths = check_metadata("cache_lengths", cache_lengths, B, geometry.device)
+    starts = check_metadata("cache_start_positions", cache_start_positions, B, geometry.device)
+    past = check_past(past_key_values, B, geometry)
     storage_length = past[0][0].shape[2]
     if bool((lengths > storage_length).any()):
         raise ValueError(
@@ -114,7 +114,7 @@ def _check_long_tensor(name: str, value: object, device: torch.device) -> Tensor
     return value
 
 
-def _check_metadata(name: str, value: object, batch_size: int, device: torch.device) -> Tensor:
+def check_metadata(name: str, value: object, batch_size: int, device: torch.device) -> Tensor:
     value = _check_long_tensor(name, value, device)
     if value.shape != (batch_size,):
         raise ValueError(f"{name} must have shape [B]=({batch_size},), got {tuple(value.shape)}")
@@ -123,19 +123,21 @@ def _check_metadata(name: str, value: object, batch_size: int, device: torch.dev
     return value
 
 
-def _check_past(past: object, batch_size: int, geometry: ModelGeometry) -> PastKeyValues:
+def check_past(
+    past: object, batch_size: int, geometry: ModelGeometry, name: str = "past_key_values"
+) -> PastKeyValues:
+    """One (key, value) pair per layer, each [B, H_kv, S, D] with one shared S, dtype, device."""
     if not isinstance(past, tuple | list) or len(past) != geometry.n_layers:
         count = len(past) if isinstance(past, tuple | list) else type(past).__name__
         raise ValueError(
-            f"past_key_values must hold one (key, value) pair per layer "
-            f"({geometry.n_layers}), got {count}"
+            f"{name} must hold one (key, value) pair per layer ({geometry.n_layers}), got {count}"
         )
     storage_length: int | None = None
     for index, pair in enumerate(past):
         if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise ValueError(f"past_key_values[{index}] must be a (key, value) pair")
+            raise ValueError(f"{name}[{index}] must be a (key, value) pair")
         for kind, tensor in zip(("key", "value"), pair, strict=True):
-            where = f"past_key_values[{index}] {kind}"
+            where = f"{name}[{index}] {kind}"
             if not isinstance(tensor, Tensor):
                 raise ValueError(f"{where} must be a torch.Tensor, got {type(tensor).__name__}")
             if tensor.dim() != 4:

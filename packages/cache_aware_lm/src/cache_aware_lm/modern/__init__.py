@@ -1,13 +1,20 @@
 """cache_aware_lm.modern: the cache-aware contract with GQA, RoPE, RMSNorm and SwiGLU.
 
 Graded through the same suite as the reference:
-``CACHE_AWARE_LM_MODULE=cache_aware_lm.modern``.
+``CACHE_AWARE_LM_MODULE=cache_aware_lm.modern``. ``llama`` maps Hugging Face
+``LlamaForCausalLM`` configs and state dicts onto it (no transformers import).
 """
 
 from ..attention import grouped_query_attention
 from .config import ModernConfig
 from .factories import make_eos_test_model, make_test_model
 from .layers import GroupedQueryAttention, ModernBlock, RMSNorm, SwiGLU
+from .llama import (
+    config_from_llama,
+    from_llama_state_dict,
+    llama_config_kwargs,
+    to_llama_state_dict,
+)
 from .model import ModernCacheAwareLM
 from .rotary import RotaryEmbedding, apply_rotary
 
@@ -20,7 +27,11 @@ __all__ = [
     "RotaryEmbedding",
     "SwiGLU",
     "apply_rotary",
+    "config_from_llama",
+    "from_llama_state_dict",
     "grouped_query_attention",
+    "llama_config_kwargs",
     "make_eos_test_model",
     "make_test_model",
+    "to_llama_state_dict",
 ]

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional
 
-from ..attention import grouped_query_attention, merge_heads, split_heads
+from ..attention import AttentionKernel, grouped_query_attention, merge_heads, split_heads
 from ..cache_update import CacheWriter
 from ..output import LayerKV
 from .config import ModernConfig
@@ -72,10 +72,11 @@ class GroupedQueryAttention(nn.Module):
         mask: Tensor,
         cache_writer: CacheWriter,
         layer_index: int,
+        attend: AttentionKernel = grouped_query_attention,
     ) -> tuple[Tensor, LayerKV]:
         q, k, v = self.project_qkv(x, *rotary)
         keys, values = cache_writer.write(layer_index, k, v)  # [B, H_kv, S, D]
-        y = grouped_query_attention(q, keys, values, mask)  # [B, H, T, D]
+        y = attend(q, keys, values, mask)  # [B, H, T, D]
         return self.out_proj(merge_heads(y)), (keys, values)
 
 
@@ -96,9 +97,10 @@ class ModernBlock(nn.Module):
         mask: Tensor,
         cache_writer: CacheWriter,
         layer_index: int,
+        attend: AttentionKernel = grouped_query_attention,
     ) -> tuple[Tensor, LayerKV]:
         attended, layer_kv = self.attention(
-            self.attention_norm(x), rotary, mask, cache_writer, layer_index
+            self.attention_norm(x), rotary, mask, cache_writer, layer_index, attend
         )
         x = x + attended
         return x + self.mlp(self.mlp_norm(x)), layer_kv

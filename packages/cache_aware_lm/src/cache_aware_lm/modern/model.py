@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from ..attention import AttentionKernel, grouped_query_attention
 from ..cache_update import CacheWriter, FunctionalCacheWriter
 from ..generation import greedy_generate
 from ..masking import absolute_position_mask
@@ -54,6 +55,28 @@ class ModernCacheAwareLM(nn.Module):
 
     attention_mask = staticmethod(absolute_position_mask)
 
+    def run_blocks(
+        self,
+        input_ids: Tensor,
+        positions: Tensor,
+        mask: Tensor,
+        cache_writer: CacheWriter,
+        attend: AttentionKernel = grouped_query_attention,
+    ) -> tuple[Tensor, PastKeyValues]:
+        """The unchecked body of ``forward``: embed, rotary angles, every block, final norm.
+
+        As ``CacheAwareCausalLM.run_blocks``: inputs already validated, ``mask``
+        built for the writer's slots; returns normalised hidden states ``[B, T, C]``
+        and each layer's attended keys/values.
+        """
+        x = self.token_embedding(input_ids)
+        rotary = self.rotary(positions, x.dtype)  # once per forward, shared by every layer
+        present: list[LayerKV] = []
+        for layer_index, block in enumerate(self.blocks):
+            x, layer_kv = block(x, rotary, mask, cache_writer, layer_index, attend)
+            present.append(layer_kv)
+        return self.final_norm(x), tuple(present)
+
     def forward(
         self,
         input_ids: Tensor,
@@ -72,19 +95,14 @@ class ModernCacheAwareLM(nn.Module):
         new_lengths = state.lengths + T
         mask = self.attention_mask(positions, state.starts, new_lengths, writer.storage_length)
 
-        x = self.token_embedding(input_ids)
-        rotary = self.rotary(positions, x.dtype)  # once per forward, shared by every layer
-        present: list[LayerKV] = []
-        for layer_index, block in enumerate(self.blocks):
-            x, layer_kv = block(x, rotary, mask, writer, layer_index)
-            present.append(layer_kv)
-        logits = self.lm_head(self.final_norm(x))
+        hidden, present = self.run_blocks(input_ids, positions, mask, writer)
+        logits = self.lm_head(hidden)
 
         if not use_cache:
             return CacheAwareOutput(logits=logits)
         return CacheAwareOutput(
             logits=logits,
-            past_key_values=tuple(present),
+            past_key_values=present,
             cache_lengths=new_lengths,
             cache_start_positions=state.starts.clone(),
         )

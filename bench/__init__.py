@@ -1,0 +1,1 @@
+"""gptlab benchmarks (`python -m bench.run`); see bench/README.md."""
