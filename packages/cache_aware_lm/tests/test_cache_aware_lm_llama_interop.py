@@ -30,7 +30,7 @@ from gptlab_testkit import assert_close, candidate, test_device
 
 kvc = candidate("KV_CACHE_MODULE")
 
-pytestmark = [pytest.mark.extension, pytest.mark.owner("hf_interop")]
+pytestmark = [pytest.mark.extension, pytest.mark.owner("llama_interop")]
 
 CONFIG = ModernConfig(
     vocab_size=96,
