@@ -16,7 +16,7 @@ import copy
 import pytest
 import torch
 
-from gptlab_testkit import assert_close, assert_past_close, candidate
+from gptlab_testkit import assert_close, assert_past_close, candidate, test_device
 
 pytestmark = [pytest.mark.contract, pytest.mark.owner("slice_composition")]
 
@@ -34,12 +34,20 @@ NEW_TOKENS = 3  # last generated position: ORIGIN + 11 + 2 = 14 < context 16
 CAPACITY = len(PROMPT_B) + NEW_TOKENS
 
 
+DEVICE = test_device()
+
+
 def ids(tokens: list[int]) -> torch.Tensor:
-    return torch.tensor([tokens], dtype=torch.long)
+    return torch.tensor([tokens], dtype=torch.long, device=DEVICE)
 
 
 def positions(start: int, count: int) -> torch.Tensor:
-    return torch.arange(start, start + count, dtype=torch.long).unsqueeze(0)
+    return torch.arange(start, start + count, dtype=torch.long, device=DEVICE).unsqueeze(0)
+
+
+def row(value: int) -> torch.Tensor:
+    """Per-row metadata for the batch of one."""
+    return torch.tensor([value], dtype=torch.long, device=DEVICE)
 
 
 def namespace(model_id: str = "slice-model"):
@@ -83,8 +91,8 @@ def serve_request_b(model, cache):
     assert match.prefix_length == len(SHARED), "B must reuse both of A's blocks"
     storage = kv_cache.KVCache.from_past_key_values(
         match.past_key_values,
-        torch.tensor([match.prefix_length]),
-        torch.tensor([ORIGIN]),
+        row(match.prefix_length),
+        row(ORIGIN),
         capacity=CAPACITY,
     )
     suffix = PROMPT_B[match.prefix_length :]
@@ -109,7 +117,7 @@ def serve_request_b(model, cache):
 @pytest.fixture
 def warmed(model_module):
     """A model and a prefix cache holding request A's snapshots."""
-    model = model_module.make_test_model()
+    model = model_module.make_test_model().to(DEVICE)
     cache = prefix_cache.PrefixCache(BLOCK, 8)
     runner = prefix_cache.PrefixCachedRunner(model, cache, namespace())
     with torch.no_grad():
@@ -147,7 +155,7 @@ def test_request_b_speculative_decode_matches_target_greedy(warmed) -> None:
     noise = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for parameter in draft.parameters():  # a close but imperfect draft
-            parameter.add_(0.05 * torch.randn(parameter.shape, generator=noise))
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=noise).to(DEVICE))
         result = speculative.speculative_generate(
             model, draft, ids(PROMPT_B), positions(ORIGIN, len(PROMPT_B)), NEW_TOKENS, 2
         )
@@ -174,7 +182,7 @@ def test_shifted_origin_prefill_reuses_nothing_and_stays_exact(warmed) -> None:
 
 
 def test_evicted_entry_falls_back_to_full_prefill(model_module) -> None:
-    model = model_module.make_test_model()
+    model = model_module.make_test_model().to(DEVICE)
     cache = prefix_cache.PrefixCache(BLOCK, 2)  # room for one prompt's two blocks
     runner = prefix_cache.PrefixCachedRunner(model, cache, namespace())
     with torch.no_grad():
