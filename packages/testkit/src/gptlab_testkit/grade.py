@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
     run = run_pytest(
         suite_paths(Path.cwd()),
         assignments,
-        ["-m", "contract", "-q", "--tb=line", "--gptlab-scorecard", *pytest_args],
+        ["-m", "contract", "-q", "--tb=line", "-rN", "--gptlab-scorecard", *pytest_args],
         capture=False,
     )
     return run.returncode
