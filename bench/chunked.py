@@ -21,10 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -36,8 +32,10 @@ from .common import (
     Settings,
     build_modern,
     modern_config,
+    new_figure,
     positions_from,
     random_ids,
+    save_figure,
     timed,
 )
 
@@ -169,7 +167,7 @@ def _plot(
     call_memory: dict[int, int],
     path: Path,
 ) -> None:
-    figure, (left, right) = plt.subplots(1, 2, figsize=(9.6, 4.0))
+    figure, (left, right) = new_figure(1, 2, size=(9.6, 4.0))
     left.plot(chunks, [1e3 * times[c] for c in chunks], marker="o")
     left.set_ylabel("total prefill time (ms)")
     right.plot(chunks, [memory[c] / 2**20 for c in chunks], marker="o", label="whole call")
@@ -183,6 +181,4 @@ def _plot(
         axis.set_xlabel("chunk size (tokens)")
         axis.grid(True, which="both", alpha=0.3)
     figure.suptitle("Chunked prefill")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)

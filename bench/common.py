@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import matplotlib
+
+matplotlib.use("Agg")  # figures go to files; no display is needed or assumed
+import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
@@ -176,6 +180,21 @@ def memory_bandwidth(settings: Settings) -> float:
     target.copy_(source)
     times = [timed(settings, lambda: target.copy_(source))[0] for _ in range(5)]
     return 2 * source.numel() * source.element_size() / statistics.median(times)
+
+
+# ---- figures --------------------------------------------------------------------------------
+
+
+def new_figure(*grid: int, size: tuple[float, float]) -> tuple[Any, Any]:
+    """(figure, axes) for one report figure: ``plt.subplots(*grid)`` at ``size`` inches."""
+    return plt.subplots(*grid, figsize=size)
+
+
+def save_figure(figure: Any, path: Path) -> None:
+    """Lay out, write at the report's resolution, and free the figure."""
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 # ---- progress and machine -----------------------------------------------------------------

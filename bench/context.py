@@ -13,10 +13,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
@@ -30,8 +26,10 @@ from .common import (
     TargetCheck,
     build_modern,
     modern_config,
+    new_figure,
     positions_from,
     random_ids,
+    save_figure,
     timed,
 )
 
@@ -136,7 +134,7 @@ def _table(contexts: list[int], latency: dict[str, list[float]]) -> list[str]:
 
 
 def _plot(contexts: list[int], latency: dict[str, list[float]], path: Path) -> None:
-    figure, axis = plt.subplots(figsize=(6.4, 4.2))
+    figure, axis = new_figure(size=(6.4, 4.2))
     for name in METHODS:
         axis.plot(contexts, [1e3 * v for v in latency[name]], marker="o", label=name)
     axis.set_xscale("log", base=2)
@@ -146,9 +144,7 @@ def _plot(contexts: list[int], latency: dict[str, list[float]], path: Path) -> N
     axis.set_title("Decode latency vs context (batch 1)")
     axis.grid(True, which="both", alpha=0.3)
     axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def _flatness(contexts: list[int], latency: dict[str, list[float]]) -> TargetCheck:

@@ -14,10 +14,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 from torch import Tensor
 
@@ -30,7 +26,9 @@ from .common import (
     TargetCheck,
     build_modern,
     modern_config,
+    new_figure,
     positions_from,
+    save_figure,
     timed,
 )
 
@@ -159,7 +157,7 @@ def _table(length: int, block: int, rows: list[Row]) -> list[str]:
 
 def _plot(rows: list[Row], path: Path) -> None:
     fractions = [100 * row[0] for row in rows]
-    figure, axis = plt.subplots(figsize=(6.4, 4.2))
+    figure, axis = new_figure(size=(6.4, 4.2))
     for key, label in (
         ("full", "full prefill (no prefix cache)"),
         ("runner", "PrefixCachedRunner.prefill"),
@@ -171,9 +169,7 @@ def _plot(rows: list[Row], path: Path) -> None:
     axis.set_title("Prefix-cache prefill time")
     axis.grid(True, alpha=0.3)
     axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def _target(rows: list[Row], length: int) -> TargetCheck:

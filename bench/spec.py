@@ -14,10 +14,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import torch
 
 import speculative
@@ -28,8 +24,10 @@ from .common import (
     Settings,
     build_modern,
     modern_config,
+    new_figure,
     positions_from,
     random_ids,
+    save_figure,
     timed,
     truncated_modern,
 )
@@ -127,7 +125,7 @@ def run(settings: Settings, progress: Progress) -> Section:
 
 
 def _plot(ks: list[int], results: dict[str, dict[int, dict[str, float]]], path: Path) -> None:
-    figure, axes = plt.subplots(1, 3, figsize=(12.0, 3.8))
+    figure, axes = new_figure(1, 3, size=(12.0, 3.8))
     panels = (
         ("acceptance", "acceptance rate"),
         ("calls_per_token", "target calls per emitted token"),
@@ -142,6 +140,4 @@ def _plot(ks: list[int], results: dict[str, dict[int, dict[str, float]]], path: 
         axis.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
     figure.suptitle("Speculative decoding")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(figure, path)

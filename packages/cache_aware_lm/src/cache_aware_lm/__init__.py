@@ -14,13 +14,16 @@ from .generation import greedy_generate
 from .masking import absolute_position_mask
 from .model import CacheAwareCausalLM
 from .output import CacheAwareOutput, LayerKV, PastKeyValues
+from .protocol import CacheAwareModel, CacheAwareOutputLike
 from .serving import InPlaceCacheWriter, RequestStorage, ServableModel, serve_generate
 from .validation import CacheState, ModelGeometry, validate_forward_inputs
 
 __all__ = [
     "AttentionKernel",
     "CacheAwareCausalLM",
+    "CacheAwareModel",
     "CacheAwareOutput",
+    "CacheAwareOutputLike",
     "CacheState",
     "CacheWriter",
     "FunctionalCacheWriter",

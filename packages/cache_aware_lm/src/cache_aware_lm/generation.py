@@ -7,31 +7,23 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from .output import CacheAwareOutput, PastKeyValues
+from .protocol import CacheAwareModel
 from .validation import ModelGeometry, validate_tokens
 
 
-class CacheAwareModel(Protocol):
+class GenerativeModel(CacheAwareModel, Protocol):
+    """A cache-aware model that also states its geometry and has a train/eval mode."""
+
     training: bool
 
     @property
     def geometry(self) -> ModelGeometry: ...
 
-    def train(self, mode: bool = True) -> CacheAwareModel: ...
-
-    def __call__(
-        self,
-        input_ids: Tensor,
-        positions: Tensor,
-        past_key_values: PastKeyValues | None = None,
-        cache_lengths: Tensor | None = None,
-        cache_start_positions: Tensor | None = None,
-        use_cache: bool = False,
-    ) -> CacheAwareOutput: ...
+    def train(self, mode: bool = True) -> GenerativeModel: ...
 
 
 def greedy_generate(
-    model: CacheAwareModel,
+    model: GenerativeModel,
     input_ids: Tensor,
     positions: Tensor,
     max_new_tokens: int,
@@ -89,7 +81,7 @@ def validate_generation_request(
 
 
 def _greedy_loop(
-    model: CacheAwareModel,
+    model: GenerativeModel,
     input_ids: Tensor,
     positions: Tensor,
     max_new_tokens: int,

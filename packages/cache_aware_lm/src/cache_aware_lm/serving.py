@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from .attention import AttentionKernel, folded_grouped_query_attention, grouped_query_attention
 from .cache_update import CacheWriter
-from .generation import CacheAwareModel, validate_generation_request
+from .generation import GenerativeModel, validate_generation_request
 from .output import LayerKV, PastKeyValues
 from .validation import ModelGeometry, check_metadata, check_past
 
@@ -55,7 +55,7 @@ class RequestStorage(Protocol):
     def append(self, past_key_values: PastKeyValues, positions: Tensor) -> None: ...
 
 
-class ServableModel(CacheAwareModel, Protocol):
+class ServableModel(GenerativeModel, Protocol):
     """A cache-aware model whose forward body can run without its per-call checks."""
 
     lm_head: nn.Linear

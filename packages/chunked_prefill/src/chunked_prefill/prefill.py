@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .model_protocol import CacheAwareModel, CacheAwareOutput, PastKeyValues
+from cache_aware_lm import CacheAwareModel, CacheAwareOutputLike, PastKeyValues
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def chunked_prefill(
     )
 
 
-def _returned_cache(output: CacheAwareOutput) -> tuple[PastKeyValues, Tensor, Tensor]:
+def _returned_cache(output: CacheAwareOutputLike) -> tuple[PastKeyValues, Tensor, Tensor]:
     past, lengths, starts = (
         output.past_key_values,
         output.cache_lengths,

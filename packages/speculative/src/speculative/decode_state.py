@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .model_protocol import CacheAwareModel, PastKeyValues
+from cache_aware_lm import CacheAwareModel, PastKeyValues
 
 
 class DecodeState:

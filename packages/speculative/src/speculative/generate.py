@@ -17,8 +17,9 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from cache_aware_lm import CacheAwareModel
+
 from .decode_state import DecodeState
-from .model_protocol import CacheAwareModel
 from .rejection import rejection_step
 
 
@@ -191,7 +192,9 @@ def _propose(
     return proposals
 
 
+@torch.no_grad()
 def _draft_and_verify(
+    policy: Policy,
     target: CacheAwareModel,
     draft: CacheAwareModel,
     input_ids: Tensor,
@@ -199,8 +202,8 @@ def _draft_and_verify(
     max_new_tokens: int,
     num_speculative_tokens: int,
     eos_token_id: int | None,
-    policy: Policy,
 ) -> SpeculativeOutput:
+    """The decode loop both public functions run (no autograd), with their ``policy``."""
     _validate_request(input_ids, positions, max_new_tokens, num_speculative_tokens)
     if max_new_tokens == 0:
         return SpeculativeOutput(input_ids.clone(), 0, 0, 0, 0)
@@ -246,17 +249,10 @@ def speculative_generate(
     eos_token_id: int | None = None,
 ) -> SpeculativeOutput:
     """Greedy draft-and-verify for one request; tokens equal ``target``'s greedy decoding."""
-    with torch.no_grad():
-        return _draft_and_verify(
-            target,
-            draft,
-            input_ids,
-            positions,
-            max_new_tokens,
-            num_speculative_tokens,
-            eos_token_id,
-            GreedyPolicy(),
-        )
+    return _draft_and_verify(
+        GreedyPolicy(), target, draft, input_ids, positions, max_new_tokens,
+        num_speculative_tokens, eos_token_id,
+    )  # fmt: skip
 
 
 def speculative_sample(
@@ -277,14 +273,8 @@ def speculative_sample(
         raise ValueError(f"temperature must be a float, got {type(temperature).__name__}")
     if not math.isfinite(temperature) or temperature <= 0:
         raise ValueError(f"temperature must be finite and > 0, got {temperature}")
-    with torch.no_grad():
-        return _draft_and_verify(
-            target,
-            draft,
-            input_ids,
-            positions,
-            max_new_tokens,
-            num_speculative_tokens,
-            eos_token_id,
-            SamplingPolicy(float(temperature), generator),
-        )
+    policy = SamplingPolicy(float(temperature), generator)
+    return _draft_and_verify(
+        policy, target, draft, input_ids, positions, max_new_tokens,
+        num_speculative_tokens, eos_token_id,
+    )  # fmt: skip
