@@ -13,27 +13,14 @@ the model returns is then published back, so the next request can reuse it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
+from cache_aware_lm import CacheAwareModel
+
 from .cache import PastKeyValues, PrefixCache
 from .keys import PrefixCacheNamespace, check_namespace
-
-
-class CacheAwareModel(Protocol):
-    """The cache-aware LM call the runner relies on (see CONTRACTS.md, cache_aware_lm)."""
-
-    def __call__(
-        self,
-        input_ids: Tensor,
-        positions: Tensor,
-        past_key_values: PastKeyValues | None = ...,
-        cache_lengths: Tensor | None = ...,
-        cache_start_positions: Tensor | None = ...,
-        use_cache: bool = ...,
-    ) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -90,14 +77,21 @@ class PrefixCachedRunner:
                 use_cache=True,
             )
 
-        self.cache.store(self.namespace, tokens, output.past_key_values, start)
+        past, lengths, starts = (
+            output.past_key_values,
+            output.cache_lengths,
+            output.cache_start_positions,
+        )
+        if past is None or lengths is None or starts is None:
+            raise ValueError("the model returned no cache although use_cache=True was passed")
+        self.cache.store(self.namespace, tokens, past, start)
         return PrefixPrefillOutput(
             logits=output.logits,
             logit_start=reused,
             reused_tokens=reused,
-            past_key_values=output.past_key_values,
-            cache_lengths=output.cache_lengths,
-            cache_start_positions=output.cache_start_positions,
+            past_key_values=past,
+            cache_lengths=lengths,
+            cache_start_positions=starts,
         )
 
 
