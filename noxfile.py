@@ -193,11 +193,11 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy (strict) over every package's source."""
+    """mypy (strict) over every package's source and the benchmarks."""
     install_packages(session, *RUNTIME_PACKAGES)
     session.install("mypy>=1.10")
     sources = [str(PACKAGES_DIR / name / "src") for name in (*RUNTIME_PACKAGES, "testkit")]
-    session.run("mypy", *sources)
+    session.run("mypy", *sources, "bench")
 
 
 @nox.session
