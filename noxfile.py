@@ -195,7 +195,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy (strict) over every package's source and the benchmarks."""
     install_packages(session, *RUNTIME_PACKAGES)
-    session.install("mypy>=1.10")
+    session.install("mypy>=1.10", "matplotlib>=3.8")  # bench/ is typed against matplotlib
     sources = [str(PACKAGES_DIR / name / "src") for name in (*RUNTIME_PACKAGES, "testkit")]
     session.run("mypy", *sources, "bench")
 
