@@ -5,15 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-_SIZE_FIELDS = (
-    "vocab_size",
-    "context_length",
-    "d_model",
-    "n_layers",
-    "n_heads",
-    "n_kv_heads",
-    "d_ff",
-)
+from tinygpt import GPTConfig
 
 
 @dataclass(frozen=True)
@@ -36,16 +28,19 @@ class ModernConfig:
     rope_theta: float = 10000.0
 
     def __post_init__(self) -> None:
-        for name in _SIZE_FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-            if value <= 0:
-                raise ValueError(f"{name} must be positive, got {value}")
-        if self.d_model % self.n_heads != 0:
-            raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
-            )
+        # The sizes shared with GPT-2 follow tinygpt's rules (int, not bool, positive,
+        # d_model divisible by n_heads): one validation, raised with its messages.
+        GPTConfig(
+            self.vocab_size,
+            self.context_length,
+            self.d_model,
+            self.n_layers,
+            self.n_heads,
+            self.d_ff,
+        )
+        kv_heads = self.n_kv_heads
+        if isinstance(kv_heads, bool) or not isinstance(kv_heads, int) or kv_heads <= 0:
+            raise ValueError(f"n_kv_heads must be a positive int, got {kv_heads!r}")
         if self.n_heads % self.n_kv_heads != 0:
             raise ValueError(
                 f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})"
