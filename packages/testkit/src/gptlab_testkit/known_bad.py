@@ -33,9 +33,6 @@ from .owners import OWNERS
 from .reporting import failed_owners, table
 from .suites import PytestPool, SuiteRun
 
-# One thread per interpreter: tiny models gain nothing from intra-op threads, and
-# the candidates run side by side.
-_QUIET_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
 SCOPES = {"contract": ("-m", "contract", *_QUIET_ARGS), "all": _QUIET_ARGS}
 
@@ -139,18 +136,18 @@ def _must_pass(
 ) -> list[tuple[str, Future[SuiteRun]]]:
     """References pass every suite the ladder uses; faithful ones pass theirs and the slice."""
     runs = [
-        (f"reference on {suite}", pool.submit([str(suite)], _QUIET_ENV, SCOPES["all"]))
+        (f"reference on {suite}", pool.submit([str(suite)], {}, SCOPES["all"]))
         for suite in sorted(suites)
     ]
     for good in faithful:
-        env = {**_QUIET_ENV, good.variable: str(good.path.resolve())}
+        env = {good.variable: str(good.path.resolve())}
         label = f"faithful {good.path.stem} on {' + '.join(good.suites)}"
         runs.append((label, pool.submit(good.suites, env, SCOPES["contract"])))
     return runs
 
 
 def _must_fail(pool: PytestPool, candidate: KnownBad) -> Future[SuiteRun]:
-    env = {**_QUIET_ENV, candidate.variable: str(candidate.path.resolve())}
+    env = {candidate.variable: str(candidate.path.resolve())}
     return pool.submit([str(candidate.suite)], env, SCOPES[candidate.scope])
 
 
