@@ -8,13 +8,13 @@ test. A value is an importable module name or a path to a ``.py`` file.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
-import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+
+from .attempts import ATTEMPT_SUFFIX, load_attempt_file
 
 
 @dataclass(frozen=True)
@@ -25,13 +25,23 @@ class Variable:
     package: str
     default_module: str
     required_names: tuple[str, ...]
+    # File stems an attempt folder may use for it (the seed's lab name first).
+    file_stems: tuple[str, ...] = ()
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        return self.file_stems or (self.package,)
 
 
 VARIABLES: dict[str, Variable] = {
     variable.name: variable
     for variable in (
         Variable(
-            "TINY_GPT_MODULE", "tinygpt", "tinygpt", ("GPTConfig", "CausalLMOutput", "TinyGPT")
+            "TINY_GPT_MODULE",
+            "tinygpt",
+            "tinygpt",
+            ("GPTConfig", "CausalLMOutput", "TinyGPT"),
+            ("tiny_gpt", "tinygpt"),
         ),
         Variable(
             "CACHE_AWARE_LM_MODULE",
@@ -50,12 +60,35 @@ VARIABLES: dict[str, Variable] = {
             "CHUNKED_PREFILL_MODULE", "chunked_prefill", "chunked_prefill", ("chunked_prefill",)
         ),
         Variable(
-            "SPECULATIVE_DECODING_MODULE", "speculative", "speculative", ("speculative_generate",)
+            "SPECULATIVE_DECODING_MODULE",
+            "speculative",
+            "speculative",
+            ("speculative_generate",),
+            ("speculative_decoding", "speculative"),
         ),
     )
 }
 
 VARIABLE_BY_PACKAGE: dict[str, Variable] = {v.package: v for v in VARIABLES.values()}
+
+
+def folder_assignments(folder: Path) -> dict[str, Path]:
+    """{VARIABLE: file} for the modules of an attempt folder named like the seed's labs.
+
+    `tiny_gpt.py`, `cache_aware_lm.py`, `kv_cache.py`, `prefix_cache.py`,
+    `chunked_prefill.py`, `speculative_decoding.py` (or `speculative.py`), each also as
+    `<name>_attempt.py`; an `_attempt` file wins over its plain twin (the seed's labs
+    keep the reference beside the attempt). Variables with no file are left out.
+    """
+    files = {path.stem: path for path in folder.glob("*.py")}
+    assignments: dict[str, Path] = {}
+    for variable in VARIABLES.values():
+        for stem in variable.stems:
+            found = files.get(stem + ATTEMPT_SUFFIX) or files.get(stem)
+            if found is not None:
+                assignments[variable.name] = found.resolve()
+                break
+    return assignments
 
 
 class CandidateError(Exception):
@@ -72,36 +105,20 @@ def is_reference(variable: str) -> bool:
     return module_spec(variable) == VARIABLES[variable].default_module
 
 
-def _import_path(path: Path) -> ModuleType:
-    module_name = f"gptlab_candidate_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load a module from {path}")
-    module = importlib.util.module_from_spec(spec)
-    # Registered before execution: dataclasses and pickling look modules up by name.
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[module_name]
-        raise
-    return module
-
-
 def import_spec(spec: str) -> ModuleType:
     """Import a module by dotted name, or by path when ``spec`` names a ``.py`` file."""
     if spec.endswith(".py") or os.sep in spec:
         path = Path(spec).expanduser().resolve()
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {path}")
-        return _import_path(path)
+        return load_attempt_file(path)
     try:
         return importlib.import_module(spec)
     except ModuleNotFoundError as error:
         # Convenience for `MODULE=my_attempt` with my_attempt.py in the working directory.
         local = Path.cwd() / f"{spec}.py"
         if error.name == spec and local.is_file():
-            return _import_path(local)
+            return load_attempt_file(local)
         raise
 
 

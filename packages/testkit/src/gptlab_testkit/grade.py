@@ -3,6 +3,7 @@
     python -m gptlab_testkit.grade                         # references
     python -m gptlab_testkit.grade kv_cache attempt.py     # one candidate
     python -m gptlab_testkit.grade kv_cache=a.py speculative=b.py -- -x
+    python -m gptlab_testkit.grade path/to/attempt_folder  # seed-style folder
 
 Prints which module is graded for every variable, then the contract suites'
 scorecard (per package, per tier for tinygpt), then each failure's owner and
@@ -14,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .candidates import VARIABLE_BY_PACKAGE, VARIABLES
+from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments
 from .reporting import module_lines
 from .suites import run_pytest, suite_paths
 
@@ -44,14 +45,28 @@ def _module_value(value: str) -> str:
     return value
 
 
+def _folder_modules(folder: Path) -> dict[str, str]:
+    found = folder_assignments(folder)
+    if not found:
+        names = ", ".join(f"{stem}.py" for v in VARIABLES.values() for stem in v.stems)
+        raise UsageError(f"{folder}: no module named like the seed's files ({names})")
+    return {variable: str(path) for variable, path in found.items()}
+
+
 def parse_assignments(arguments: list[str]) -> dict[str, str]:
-    """`pkg path`, `pkg=path` or `VARIABLE=path` pairs -> {VARIABLE: module}."""
+    """`pkg path`, `pkg=path`, `VARIABLE=path` pairs or attempt folders -> {VARIABLE: module}.
+
+    A folder maps its seed-named modules (see `folder_assignments`); later arguments
+    override what an earlier folder mapped.
+    """
     assignments: dict[str, str] = {}
     pending: str | None = None
     for argument in arguments:
         if pending is not None:
             assignments[_variable_for(pending)] = _module_value(argument)
             pending = None
+        elif "=" not in argument and Path(argument).expanduser().is_dir():
+            assignments.update(_folder_modules(Path(argument).expanduser().resolve()))
         elif "=" in argument:
             key, value = argument.split("=", 1)
             assignments[_variable_for(key)] = _module_value(value)
