@@ -6,6 +6,13 @@ tensor assertions, and the pytest plugin (entry point `gptlab`) that routes
 failures and prints scorecards. Suites import from here and nowhere else.
 """
 
+from .boundary import (
+    assert_rejected_unchanged,
+    assert_rejects,
+    assert_state_unchanged,
+    boundary_settings,
+    state_fingerprint,
+)
 from .candidates import VARIABLES, CandidateError, candidate, load_candidate
 from .owners import OWNERS, Owner
 from .tensors import (
@@ -35,9 +42,14 @@ __all__ = [
     "assert_no_shared_storage",
     "assert_past_close",
     "assert_past_unchanged",
+    "assert_rejected_unchanged",
+    "assert_rejects",
+    "assert_state_unchanged",
+    "boundary_settings",
     "candidate",
     "clone_past",
     "load_candidate",
     "shares_storage",
+    "state_fingerprint",
     "test_device",
 ]
