@@ -43,17 +43,21 @@ def test_batch_larger_than_one_is_rejected(target):
         sd.speculative_generate(target, target, ids, positions, 2, 2)
 
 
-@pytest.mark.parametrize("width", [0, -1, True, 1.5])
-def test_speculation_width_must_be_a_positive_int(target, width):
+@pytest.mark.parametrize(
+    ("width", "error"), [(0, ValueError), (-1, ValueError), (True, TypeError), (1.5, TypeError)]
+)
+def test_speculation_width_must_be_a_positive_int(target, width, error):
     ids, positions = prompt()
-    with pytest.raises(ValueError, match="num_speculative_tokens"):
+    with pytest.raises(error, match="num_speculative_tokens"):
         sd.speculative_generate(target, target, ids, positions, 2, width)
 
 
-@pytest.mark.parametrize("budget", [-1, False, 2.0])
-def test_budget_must_be_a_non_negative_int(target, budget):
+@pytest.mark.parametrize(
+    ("budget", "error"), [(-1, ValueError), (False, TypeError), (2.0, TypeError)]
+)
+def test_budget_must_be_a_non_negative_int(target, budget, error):
     ids, positions = prompt()
-    with pytest.raises(ValueError, match="max_new_tokens"):
+    with pytest.raises(error, match="max_new_tokens"):
         sd.speculative_generate(target, target, ids, positions, budget, 2)
 
 

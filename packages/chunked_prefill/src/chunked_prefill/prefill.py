@@ -15,6 +15,8 @@ from torch import Tensor
 
 from cache_aware_lm import CacheAwareModel, CacheAwareOutputLike, PastKeyValues
 
+from .validation import check_cache_kinds, check_chunk_count, check_int, check_prompt
+
 
 @dataclass(frozen=True)
 class ChunkedPrefillOutput:
@@ -31,22 +33,11 @@ class ChunkedPrefillOutput:
         return len(self.chunk_sizes)
 
 
-def _validate(input_ids: Tensor, positions: Tensor, chunk_size: int) -> None:
-    # bool is an int subclass; True must not pass as a chunk width of 1.
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
-        raise ValueError(f"chunk_size must be an int, got {type(chunk_size).__name__}")
-    if chunk_size <= 0:
-        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-    if input_ids.dim() != 2 or input_ids.shape[1] == 0:
-        raise ValueError(f"input_ids must be [B, T] with T >= 1, got {tuple(input_ids.shape)}")
-    if positions.shape != input_ids.shape:
-        raise ValueError(
-            f"positions {tuple(positions.shape)} must match input_ids {tuple(input_ids.shape)}"
-        )
-
-
 def chunk_sizes_for(T: int, chunk_size: int) -> tuple[int, ...]:
-    """[C, C, ..., remainder]: ceil(T / C) chunks."""
+    """[C, C, ..., remainder]: ceil(T / C) chunks (none for T = 0)."""
+    check_int("T", T, 0)
+    check_int("chunk_size", chunk_size, 1)
+    check_chunk_count(T, chunk_size)
     return tuple(min(chunk_size, T - start) for start in range(0, T, chunk_size))
 
 
@@ -65,7 +56,8 @@ def chunked_prefill(
     An optional starting cache (a prefix the caller owns) is continued, never written:
     the model returns new tensors and this function only rebinds names.
     """
-    _validate(input_ids, positions, chunk_size)
+    check_prompt(model, input_ids, positions, chunk_size)
+    check_cache_kinds(past_key_values, cache_lengths, cache_start_positions)
     sizes = chunk_sizes_for(input_ids.shape[1], chunk_size)
     past, lengths, starts = past_key_values, cache_lengths, cache_start_positions
     chunk_logits: list[Tensor] = []

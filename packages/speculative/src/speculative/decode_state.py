@@ -7,19 +7,31 @@ from torch import Tensor
 
 from cache_aware_lm import CacheAwareModel, PastKeyValues
 
+from .validation import check_callable, check_int
+
 
 class DecodeState:
     """Caches ``sequence[:length]`` for one model; feeds the rest at absolute positions.
 
     ``next_logits`` (when known) predicts ``sequence[length]``: the last logits row of
     the latest call. A rollback forgets it, because the row it needs was computed for a
-    token that has just been discarded or replaced.
+    token that has just been discarded or replaced. Every method checks its arguments
+    before touching the state; whether ``sequence[:length]`` is what was cached is the
+    caller's to keep (checking it would cost O(length) per draft token).
     """
 
     def __init__(self, model: CacheAwareModel, start_position: int, device: torch.device) -> None:
+        check_callable("model", model)
+        check_int("start_position", start_position, 0)
+        if not isinstance(device, torch.device | str):
+            raise TypeError(f"device must be a torch.device or str, got {type(device).__name__}")
+        try:
+            resolved = torch.device(device)
+        except RuntimeError as error:
+            raise ValueError(f"device {device!r} is not a torch device: {error}") from None
         self.model = model
         self.start_position = start_position
-        self.device = device
+        self.device = resolved
         self.length = 0
         self.past_key_values: PastKeyValues | None = None
         self.cache_lengths: Tensor | None = None
@@ -32,27 +44,50 @@ class DecodeState:
         Row j predicts ``sequence[index + j]``; the last row predicts the token after
         the sequence. ``index`` must not precede the first row this state can give.
         """
+        first_predicted = self._check_request(sequence, index)
         rows: list[Tensor] = [] if self.next_logits is None else [self.next_logits[None]]
-        first_predicted = self.length if self.next_logits is not None else self.length + 1
         new_tokens = sequence[self.length :]
         if new_tokens:
             rows.append(self._feed(new_tokens))
-        if index < first_predicted or not rows:
-            raise RuntimeError(f"logits for position {index} were not kept")
         logits = torch.cat(rows)
         self.next_logits = logits[-1]
         return logits[index - first_predicted :]
 
     def rollback(self, length: int) -> None:
         """Keep only the first ``length`` cached tokens (K/V sliced, lengths reset)."""
+        check_int("length", length, 0)
+        if length > self.length:
+            raise ValueError(f"length {length} is beyond the {self.length} cached tokens")
         if self.past_key_values is None or self.cache_lengths is None:
-            raise RuntimeError("nothing cached to roll back")
+            return  # nothing cached: length is 0 and there is nothing to forget
         self.past_key_values = tuple(
             (key[:, :, :length], value[:, :, :length]) for key, value in self.past_key_values
         )
         self.cache_lengths = torch.full_like(self.cache_lengths, length)
         self.length = length
         self.next_logits = None
+
+    def _check_request(self, sequence: object, index: object) -> int:
+        """The first row index this call can return; ValueError/TypeError before any feed."""
+        if not isinstance(sequence, list):
+            raise TypeError(f"sequence must be a list of ints, got {type(sequence).__name__}")
+        for token in sequence[self.length :]:
+            check_int("sequence token", token, 0)
+        if len(sequence) < self.length:
+            raise ValueError(
+                f"sequence has {len(sequence)} tokens, fewer than the {self.length} cached"
+            )
+        first_predicted = self.length if self.next_logits is not None else self.length + 1
+        last_predicted = len(sequence)  # the row after the sequence
+        if self.next_logits is None and len(sequence) == self.length:
+            raise ValueError("sequence adds no token and no logits are kept for it")
+        row = check_int("index", index, 0)
+        if not first_predicted <= row <= last_predicted:
+            raise ValueError(
+                f"index {row} outside the rows this state can give "
+                f"[{first_predicted}, {last_predicted}]"
+            )
+        return first_predicted
 
     def _feed(self, tokens: list[int]) -> Tensor:
         T = len(tokens)
@@ -66,6 +101,8 @@ class DecodeState:
             cache_start_positions=self.cache_start_positions,
             use_cache=True,
         )
+        if output.past_key_values is None or output.cache_lengths is None:
+            raise ValueError("model returned no cache state from a use_cache=True call")
         self.past_key_values = output.past_key_values
         self.cache_lengths = output.cache_lengths
         self.cache_start_positions = output.cache_start_positions

@@ -10,7 +10,6 @@ prefix; if all k are accepted, the target's bonus token follows when budget rema
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,7 +19,8 @@ from torch import Tensor
 from cache_aware_lm import CacheAwareModel
 
 from .decode_state import DecodeState
-from .rejection import rejection_step
+from .rejection import _rejection_step
+from .validation import check_generator, check_request, check_temperature
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,11 @@ class SamplingPolicy:
         self.generator = generator
 
     def _probabilities(self, logits: Tensor) -> Tensor:
-        return torch.softmax(logits.float() / self.temperature, dim=-1)
+        # Shift by the row maximum before dividing, in float64: logits / 1e-45 would
+        # overflow to inf (and inf - inf is NaN); shifted, the maximum stays 0 and the
+        # rest go to -inf at worst, so a tiny temperature gives the argmax, not NaN.
+        shifted = logits.double() - logits.double().amax(dim=-1, keepdim=True)
+        return torch.softmax(shifted / self.temperature, dim=-1)
 
     def propose(self, draft_logits: Tensor) -> Proposal:
         q = self._probabilities(draft_logits)
@@ -89,7 +93,7 @@ class SamplingPolicy:
             q = proposal.draft_probabilities
             if q is None:
                 raise RuntimeError("a sampled proposal must carry the draft's distribution")
-            accepted, token = rejection_step(p_rows[index], q, proposal.token, self.generator)
+            accepted, token = _rejection_step(p_rows[index], q, proposal.token, self.generator)
             if not accepted:
                 return index, token
         return len(proposals), None
@@ -99,28 +103,6 @@ class SamplingPolicy:
         return int(torch.multinomial(p, 1, generator=self.generator))
 
 
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-
-
-def _validate_request(
-    input_ids: Tensor, positions: Tensor, max_new_tokens: int, num_speculative_tokens: int
-) -> None:
-    if input_ids.dim() != 2 or input_ids.shape[1] == 0:
-        raise ValueError(f"input_ids must be [1, T] with T >= 1, got {tuple(input_ids.shape)}")
-    if input_ids.shape[0] != 1:
-        raise ValueError(f"speculative decoding supports batch size 1, got {input_ids.shape[0]}")
-    if positions.shape != input_ids.shape:
-        raise ValueError(
-            f"positions {tuple(positions.shape)} must match input_ids {tuple(input_ids.shape)}"
-        )
-    _check_int("max_new_tokens", max_new_tokens, 0)
-    _check_int("num_speculative_tokens", num_speculative_tokens, 1)
-
-
 def _check_context(
     model: CacheAwareModel, name: str, input_ids: Tensor, positions: Tensor, position: int
 ) -> None:
@@ -128,21 +110,30 @@ def _check_context(
 
     A duck-typed model need not expose its context length, but a faithful one rejects
     a position beyond it with ValueError; a one-token probe asks before any decoding.
+    Only a probe that fails where the same token at the prompt's own last position
+    passes is a context overflow; otherwise the model's own error (about the ids, the
+    device, the prompt's positions) is the truthful one and propagates unchanged.
     """
     try:
         model(input_ids[:, -1:], torch.full_like(positions[:, -1:], position))
     except ValueError as error:
+        model(input_ids[:, -1:], positions[:, -1:])  # raises the model's own complaint
         raise ValueError(
-            f"the budget needs position {position}, beyond the {name}'s context length: {error}"
+            f"max_new_tokens: the budget needs position {position}, beyond the {name}'s "
+            f"context length: {error}"
         ) from None
 
 
-def _check_same_vocabulary(target_logits: Tensor, draft_logits: Tensor) -> None:
+def _check_same_vocabulary(
+    target_logits: Tensor, draft_logits: Tensor, eos_token_id: int | None
+) -> None:
     target_vocab, draft_vocab = target_logits.shape[-1], draft_logits.shape[-1]
     if target_vocab != draft_vocab:
         raise ValueError(
-            f"target and draft vocabularies differ: {target_vocab} vs {draft_vocab} logits"
+            f"draft: target and draft vocabularies differ: {target_vocab} vs {draft_vocab} logits"
         )
+    if eos_token_id is not None and eos_token_id >= target_vocab:
+        raise ValueError(f"eos_token_id {eos_token_id} is outside the vocabulary of {target_vocab}")
 
 
 def _bonus_allowed(
@@ -157,20 +148,22 @@ def _open_states(
     draft: CacheAwareModel,
     input_ids: Tensor,
     positions: Tensor,
-    max_new_tokens: int,
+    prompt: list[int],
+    span: tuple[int, int],
+    eos_token_id: int | None,
 ) -> tuple[DecodeState, DecodeState]:
     """Check the budget against both contexts, prefill both models, compare vocabularies."""
     # The target verifies up to the last budgeted position; the draft stops one short.
-    last_position = int(positions[0, -1]) + max_new_tokens
+    start, last_position = span  # the prompt's first position, the last budgeted one
     _check_context(target, "target", input_ids, positions, last_position)
     _check_context(draft, "draft", input_ids, positions, last_position - 1)
-    start, device = int(positions[0, 0]), input_ids.device
+    device = input_ids.device
     target_state = DecodeState(target, start, device)
     draft_state = DecodeState(draft, start, device)
-    prompt: list[int] = input_ids[0].tolist()
     _check_same_vocabulary(
         target_state.logits_from(prompt, len(prompt)),
         draft_state.logits_from(prompt, len(prompt)),
+        eos_token_id,
     )
     return target_state, draft_state
 
@@ -204,11 +197,21 @@ def _draft_and_verify(
     eos_token_id: int | None,
 ) -> SpeculativeOutput:
     """The decode loop both public functions run (no autograd), with their ``policy``."""
-    _validate_request(input_ids, positions, max_new_tokens, num_speculative_tokens)
+    prompt, row = check_request(
+        target, draft, input_ids, positions, max_new_tokens, num_speculative_tokens, eos_token_id
+    )
     if max_new_tokens == 0:
         return SpeculativeOutput(input_ids.clone(), 0, 0, 0, 0)
-    target_state, draft_state = _open_states(target, draft, input_ids, positions, max_new_tokens)
-    sequence: list[int] = input_ids[0].tolist()
+    target_state, draft_state = _open_states(
+        target,
+        draft,
+        input_ids,
+        positions,
+        prompt,
+        (row[0], row[-1] + max_new_tokens),
+        eos_token_id,
+    )
+    sequence = list(prompt)
     budget_end = len(sequence) + max_new_tokens
     proposed = accepted = verifications = 0
     while len(sequence) < budget_end:
@@ -269,11 +272,9 @@ def speculative_sample(
 ) -> SpeculativeOutput:
     """Speculative sampling: tokens are distributed as ancestral sampling from ``target``
     at ``temperature`` (rejection rule in ``rejection.py``), whatever the draft."""
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-        raise ValueError(f"temperature must be a float, got {type(temperature).__name__}")
-    if not math.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be finite and > 0, got {temperature}")
-    policy = SamplingPolicy(float(temperature), generator)
+    policy = SamplingPolicy(check_temperature(temperature), generator)
+    if isinstance(input_ids, Tensor):  # otherwise the request check names input_ids
+        check_generator(generator, input_ids.device)
     return _draft_and_verify(
         policy, target, draft, input_ids, positions, max_new_tokens,
         num_speculative_tokens, eos_token_id,
