@@ -3,13 +3,16 @@
 from .decode_state import DecodeState
 from .generate import SpeculativeOutput, speculative_generate, speculative_sample
 from .rejection import acceptance_probability, rejection_step, residual_distribution
+from .serving import ServingState, serve_speculative_generate
 
 __all__ = [
     "DecodeState",
+    "ServingState",
     "SpeculativeOutput",
     "acceptance_probability",
     "rejection_step",
     "residual_distribution",
+    "serve_speculative_generate",
     "speculative_generate",
     "speculative_sample",
 ]
