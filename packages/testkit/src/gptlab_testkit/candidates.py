@@ -66,6 +66,7 @@ VARIABLES: dict[str, Variable] = {
             ("speculative_generate",),
             ("speculative_decoding", "speculative"),
         ),
+        Variable("PAGED_KV_MODULE", "paged_kv", "paged_kv", ("PagedNamespace", "PagedKVCache")),
     )
 }
 
