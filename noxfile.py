@@ -35,6 +35,7 @@ PACKAGE_VARIABLES = {
     "prefix_cache": "PREFIX_CACHE_MODULE",
     "chunked_prefill": "CHUNKED_PREFILL_MODULE",
     "speculative": "SPECULATIVE_DECODING_MODULE",
+    "paged_kv": "PAGED_KV_MODULE",
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
 SLICE_PACKAGES = RUNTIME_PACKAGES[1:]  # the inference-state slice after the base model

@@ -26,6 +26,7 @@ IMPORT_NAMES = {
     "prefix_cache": "prefix_cache",
     "chunked_prefill": "chunked_prefill",
     "speculative": "speculative",
+    "paged_kv": "paged_kv",
     "gptlab_testkit": "testkit",
 }
 PACKAGE_DIRS = sorted(p.name for p in PACKAGES.iterdir() if (p / "pyproject.toml").is_file())
