@@ -242,20 +242,24 @@ def test_append_kv_cache_rejects_new_values_of_another_dtype():
 
 
 @pytest.mark.parametrize(
-    "arguments",
+    ("arguments", "error"),
     [
-        {"layer_count": 0},
-        {"batch_size": -1},
-        {"head_count": True},
-        {"capacity": 2.0},
-        {"head_dim": 0},
-        {"dtype": torch.long},
-        {"start_positions": [0, 0, 0]},
-        {"start_positions": [0, -1]},
+        ({"layer_count": 0}, ValueError),
+        ({"batch_size": -1}, ValueError),
+        ({"head_count": True}, TypeError),
+        ({"capacity": 2.0}, TypeError),
+        ({"head_dim": 0}, ValueError),
+        ({"dtype": torch.long}, ValueError),
+        ({"start_positions": [0, 0, 0]}, ValueError),
+        ({"start_positions": [0, -1]}, ValueError),
     ],
-    ids=lambda arguments: next(iter(arguments)) + "=" + repr(next(iter(arguments.values()))),
+    ids=lambda case: (
+        next(iter(case)) + "=" + repr(next(iter(case.values())))
+        if isinstance(case, dict)
+        else case.__name__
+    ),
 )
-def test_construction_rejects_bad_sizes_dtype_and_starts(arguments):
+def test_construction_rejects_bad_sizes_dtype_and_starts(arguments, error):
     sizes = {"layer_count": LAYERS, "batch_size": B, "head_count": H, "capacity": 4, "head_dim": D}
     keywords = {"device": test_device()}
     for name, value in arguments.items():
@@ -263,7 +267,7 @@ def test_construction_rejects_bad_sizes_dtype_and_starts(arguments):
     if isinstance(keywords.get("start_positions"), list):
         keywords["start_positions"] = long(keywords["start_positions"])
 
-    with pytest.raises(ValueError, match=f"(?i){next(iter(arguments))}"):
+    with pytest.raises(error, match=f"(?i){next(iter(arguments))}"):
         kvc.KVCache(*sizes.values(), **keywords)
 
 

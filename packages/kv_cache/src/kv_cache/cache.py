@@ -14,13 +14,25 @@ storage and the metadata; callers get views (`model_inputs`) or clones
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Self
 
 import torch
 from torch import Tensor
 
-from .checks import LayerKV, PastKeyValues, check_layers, check_positive_int, check_tensor
+from .checks import (
+    INT64_MAX,
+    LayerKV,
+    PastKeyValues,
+    check_device,
+    check_fits,
+    check_int,
+    check_layers,
+    check_positive_int,
+    check_tensor,
+    memory_span,
+)
 from .slots import write_slots
 
 ModelInputs = tuple[PastKeyValues | None, Tensor | None, Tensor | None]
@@ -50,22 +62,32 @@ class KVCache:
         }
         for name, value in sizes.items():
             check_positive_int(name, value)
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+        if not dtype.is_floating_point:
             raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        where = check_device("device", device)
+        check_fits(sizes, dtype, where)
+        # Starts are checked before anything is allocated.
+        starts_B = start_positions_tensor(start_positions, batch_size, capacity, where)
         shape_BHSD = (batch_size, head_count, capacity, head_dim)
         self._storage: PastKeyValues = tuple(
             (
-                torch.zeros(shape_BHSD, dtype=dtype, device=device),
-                torch.zeros(shape_BHSD, dtype=dtype, device=device),
+                torch.zeros(shape_BHSD, dtype=dtype, device=where),
+                torch.zeros(shape_BHSD, dtype=dtype, device=where),
             )
             for _ in range(layer_count)
         )
         # The allocated device, normalised ("cuda" -> "cuda:0"), is what inputs must match.
         self._device = self._storage[0][0].device
         self._lengths_B = torch.zeros(batch_size, dtype=torch.long, device=self._device)
-        self._starts_B = self._start_positions(start_positions)
+        self._starts_B = starts_B.to(self._device)
         # Host mirror of lengths.max(): capacity checks need no device sync.
         self._logical_length = 0
+        # Byte ranges of the storage, sorted: new K/V must not alias them (metadata only).
+        spans = sorted(memory_span(tensor) for pair in self._storage for tensor in pair)
+        self._span_starts = [first for first, _ in spans]
+        self._span_ends = [end for _, end in spans]
 
     @classmethod
     def from_past_key_values(
@@ -77,13 +99,31 @@ class KVCache:
         capacity: int | None = None,
     ) -> Self:
         """A cache sized from the first key `[B, H_kv, S, D]` (capacity S by default), loaded."""
-        if not isinstance(past_key_values, Sequence) or len(past_key_values) == 0:
+        if not isinstance(past_key_values, Sequence) or isinstance(past_key_values, str | bytes):
+            raise TypeError(
+                "past_key_values must be a sequence of (key, value) pairs, "
+                f"got {type(past_key_values).__name__}"
+            )
+        if len(past_key_values) == 0:
             raise ValueError("past_key_values must hold at least one (key, value) pair")
         check_layers("past_key_values", past_key_values, len(past_key_values))
         key = past_key_values[0][0]
-        if not isinstance(key, Tensor) or key.dim() != 4:
-            raise ValueError("past_key_values[0] key must be a [B, H_kv, S, D] tensor")
+        if not isinstance(key, Tensor):
+            raise TypeError(f"past_key_values[0] key must be a tensor, got {type(key).__name__}")
+        if key.dim() != 4 or min(key.shape[0], key.shape[1], key.shape[3]) < 1:
+            raise ValueError(
+                "past_key_values[0] key must be [B, H_kv, S, D] with B, H_kv, D >= 1, "
+                f"got {list(key.shape)}"
+            )
+        if not key.dtype.is_floating_point:
+            raise ValueError(f"past_key_values[0] key must be floating, got {key.dtype}")
         B, H, S, D = key.shape
+        if key.device.type == "meta":
+            raise ValueError("past_key_values[0] key is a meta tensor: it holds no data to load")
+        if capacity is None and S == 0:
+            raise ValueError("past_key_values hold no slots: pass a capacity >= 1")
+        if capacity is not None:
+            check_int("capacity", capacity, minimum=max(S, 1))
         cache = cls(
             len(past_key_values),
             B,
@@ -170,16 +210,15 @@ class KVCache:
             device=self._device,
         )
         # One host sync reads every value the checks need.
-        shortest, longest, earliest_start = torch.stack(
-            (lengths_B.min(), lengths_B.max(), starts_B.min())
+        shortest, longest, earliest_start, latest_start = torch.stack(
+            (lengths_B.min(), lengths_B.max(), starts_B.min(), starts_B.max())
         ).tolist()
         if shortest < 0 or longest > S:
             raise ValueError(
                 f"cache_lengths must lie in [0, {S}] (the given cache's length), "
                 f"got {lengths_B.tolist()}"
             )
-        if earliest_start < 0:
-            raise ValueError(f"cache_start_positions must be non-negative, got {starts_B.tolist()}")
+        check_start_range("cache_start_positions", earliest_start, latest_start, self.capacity)
         slot_S = torch.arange(S, device=self._device)
         padding_B1S1 = (slot_S[None, :] >= lengths_B[:, None])[:, None, :, None]
         for stored, given in zip(self._storage, past_key_values, strict=True):
@@ -221,28 +260,9 @@ class KVCache:
     # ---- boundary checks -------------------------------------------------------------
 
     def _start_positions(self, start_positions: Tensor | Sequence[int] | None) -> Tensor:
-        """A fresh long `[B]` tensor of non-negative starts on the cache's device."""
+        """A fresh long `[B]` tensor of valid starts on the cache's device."""
         B = self._lengths_B.shape[0]
-        if start_positions is None:
-            return torch.zeros(B, dtype=torch.long, device=self._device)
-        if isinstance(start_positions, Tensor):
-            starts_B = check_tensor(
-                "start_positions",
-                start_positions,
-                shape=(B,),
-                dtype=torch.long,
-                device=self._device,
-            ).clone()
-        else:
-            values = list(start_positions)
-            if len(values) != B or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in values
-            ):
-                raise ValueError(f"start_positions must be {B} ints, got {values!r}")
-            starts_B = torch.tensor(values, dtype=torch.long, device=self._device)
-        if bool((starts_B < 0).any()):
-            raise ValueError(f"start_positions must be non-negative, got {starts_B.tolist()}")
-        return starts_B
+        return start_positions_tensor(start_positions, B, self.capacity, self._device)
 
     def _check_kv(self, name: str, past_key_values: object, *, tokens: int | None) -> int:
         """Layers, pairs, shapes, dtype and device (metadata only); returns the shared S.
@@ -260,10 +280,28 @@ class KVCache:
                     what, tensor, shape=(B, H, S, D), dtype=key0.dtype, device=self._device
                 )
                 S = tensor.shape[2]
+                self._check_not_storage(what, tensor)
         assert S is not None
         if capacity < S:
             raise ValueError(f"{name} holds {S} slots, more than the capacity {capacity}")
         return S
+
+    def _check_not_storage(self, name: str, tensor: Tensor) -> None:
+        """New K/V must not be (a view of) this cache's own storage: the write would read
+        memory it is overwriting. Data pointers only, no kernel."""
+        first, end = memory_span(tensor)
+        if first == end:
+            return
+        # Spans are sorted and disjoint: only the last one starting at or before `first`
+        # and the one after it can overlap [first, end).
+        index = bisect_right(self._span_starts, first) - 1
+        inside_before = index >= 0 and first < self._span_ends[index]
+        reaches_next = index + 1 < len(self._span_starts) and self._span_starts[index + 1] < end
+        if inside_before or reaches_next:
+            raise ValueError(
+                f"{name} shares memory with the cache's own storage; "
+                "pass a copy (snapshot() returns one)"
+            )
 
     def _check_positions(self, positions: object) -> int:
         """`positions` are each row's next T absolute positions and fit; returns T."""
@@ -273,8 +311,8 @@ class KVCache:
         T = positions.shape[1]
         if self._logical_length + T > self.capacity:
             raise ValueError(
-                f"appending {T} tokens to a row holding {self._logical_length} "
-                f"exceeds the capacity {self.capacity}"
+                f"positions hold {T} new tokens per row: appended to a row holding "
+                f"{self._logical_length} they exceed the capacity {self.capacity}"
             )
         # Row b must continue exactly where it stopped: no gap, no rewrite of a valid slot.
         next_B = self._starts_B + self._lengths_B
@@ -294,4 +332,49 @@ class KVCache:
         return (
             f"positions of row {row} must be its next slots' positions {want} "
             f"(start {start} + length {int(self._lengths_B[row])} onward), got {got}"
+        )
+
+
+# ---- start positions ------------------------------------------------------------------
+
+
+def start_positions_tensor(
+    start_positions: object, batch_size: int, capacity: int, device: torch.device
+) -> Tensor:
+    """A fresh long `[B]` tensor of starts on `device` (zeros for None), checked.
+
+    A start must be non-negative and leave room for `capacity` positions inside
+    int64, so `start + slot` never wraps around.
+    """
+    name = "start_positions"
+    if start_positions is None:
+        return torch.zeros(batch_size, dtype=torch.long, device=device)
+    if isinstance(start_positions, Tensor):
+        starts_B = check_tensor(
+            name, start_positions, shape=(batch_size,), dtype=torch.long, device=device
+        ).clone()
+        earliest, latest = torch.stack((starts_B.min(), starts_B.max())).tolist()
+        check_start_range(name, earliest, latest, capacity)
+        return starts_B
+    if not isinstance(start_positions, Sequence) or isinstance(start_positions, str | bytes):
+        raise TypeError(
+            f"{name} must be a long tensor or a sequence of ints, "
+            f"got {type(start_positions).__name__}"
+        )
+    values = list(start_positions)
+    for index, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}[{index}] must be an int, got {type(value).__name__}")
+    if len(values) != batch_size:
+        raise ValueError(f"{name} must hold {batch_size} starts, got {len(values)}")
+    check_start_range(name, min(values), max(values), capacity)
+    return torch.tensor(values, dtype=torch.long, device=device)
+
+
+def check_start_range(name: str, earliest: int, latest: int, capacity: int) -> None:
+    if earliest < 0:
+        raise ValueError(f"{name} must be non-negative, got a start of {earliest}")
+    if latest > INT64_MAX - capacity:
+        raise ValueError(
+            f"{name} must leave room for {capacity} positions below 2**63, got a start of {latest}"
         )

@@ -1,12 +1,15 @@
 """Boundary checks shared by the slot write and the request cache.
 
-Every check here reads tensor *metadata* only (shape, dtype, device): no kernel,
-no host sync. The few checks that must read values (slot ranges, positions,
-lengths) live beside the code that needs them and cost one host sync each call.
+A wrong kind of object is a TypeError, a wrong value, shape, dtype or device a
+ValueError; every message names the argument. Every check here reads tensor
+*metadata* only (shape, dtype, device, data pointers): no kernel, no host sync.
+The few checks that must read values (slot ranges, positions, lengths) live beside
+the code that needs them and cost one host sync each call.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import torch
@@ -15,12 +18,20 @@ from torch import Tensor
 LayerKV = tuple[Tensor, Tensor]
 PastKeyValues = tuple[LayerKV, ...]
 
+INT64_MAX = 2**63 - 1
+
+
+def check_int(name: str, value: object, *, minimum: int) -> int:
+    # bool is an int subclass; True heads is a bug, not a one.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return value
+
 
 def check_positive_int(name: str, value: object) -> int:
-    # bool is an int subclass; True heads is a bug, not a one.
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+    return check_int(name, value, minimum=1)
 
 
 def check_tensor(
@@ -33,7 +44,7 @@ def check_tensor(
 ) -> Tensor:
     """`value` is a tensor of this rank, shape (None = any size), dtype and device."""
     if not isinstance(value, Tensor):
-        raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+        raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
     if value.dim() != len(shape) or any(
         want is not None and got != want for got, want in zip(value.shape, shape, strict=True)
     ):
@@ -48,11 +59,97 @@ def check_tensor(
 
 def check_layers(name: str, past_key_values: object, layer_count: int) -> Sequence[LayerKV]:
     """A sequence of exactly `layer_count` (key, value) pairs (contents unchecked)."""
-    if not isinstance(past_key_values, Sequence):
-        raise ValueError(f"{name} must be a sequence of (key, value) pairs")
+    if not _is_sequence(past_key_values):
+        raise TypeError(
+            f"{name} must be a sequence of (key, value) pairs, got {type(past_key_values).__name__}"
+        )
+    assert isinstance(past_key_values, Sequence)
     if len(past_key_values) != layer_count:
         raise ValueError(f"{name} has {len(past_key_values)} layers, expected {layer_count}")
     for index, pair in enumerate(past_key_values):
-        if not isinstance(pair, Sequence) or len(pair) != 2:
-            raise ValueError(f"{name}[{index}] must be a (key, value) pair")
+        if not _is_sequence(pair):
+            raise TypeError(
+                f"{name}[{index}] must be a (key, value) pair, got {type(pair).__name__}"
+            )
+        if len(pair) != 2:
+            raise ValueError(f"{name}[{index}] must be a (key, value) pair, got {len(pair)} items")
     return past_key_values
+
+
+def _is_sequence(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+# ---- memory: aliasing and sizes --------------------------------------------------------
+
+
+def memory_span(tensor: Tensor) -> tuple[int, int]:
+    """The byte range `[first, end)` a tensor's elements occupy (empty for no elements)."""
+    if tensor.numel() == 0:
+        return (0, 0)
+    extent = 1 + sum(
+        (size - 1) * abs(stride) for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    )
+    first = tensor.data_ptr()
+    return (first, first + extent * tensor.element_size())
+
+
+def overlaps(first: tuple[int, int], second: tuple[int, int]) -> bool:
+    return first[0] < second[1] and second[0] < first[1]
+
+
+def check_writable(name: str, tensor: Tensor) -> None:
+    """An in-place destination: every element its own memory, writable in this mode."""
+    if any(
+        stride == 0 and size > 1 for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    ):
+        raise ValueError(f"{name} is an expanded view (stride 0): its slots share memory")
+    if tensor.is_inference() and not torch.is_inference_mode_enabled():
+        raise ValueError(f"{name} is an inference tensor: write it inside torch.inference_mode()")
+    if tensor.requires_grad and tensor.is_leaf and torch.is_grad_enabled():
+        raise ValueError(f"{name} is a leaf that requires grad and cannot be written in place")
+
+
+def check_device(name: str, device: object) -> torch.device:
+    """A real device of this machine (a `meta` tensor holds no data to write)."""
+    if not isinstance(device, str | torch.device):
+        raise TypeError(f"{name} must be a torch.device or str, got {type(device).__name__}")
+    try:
+        parsed = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"{name} {device!r} is not a device: {error}") from None
+    if parsed.type == "cpu":
+        return parsed
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    on_accelerator = accelerator is not None and parsed.type == accelerator.type
+    if on_accelerator and (parsed.index or 0) < torch.accelerator.device_count():
+        return parsed
+    raise ValueError(f"{name} {device!r} is not available on this machine")
+
+
+def device_memory(device: torch.device) -> int | None:
+    """Total bytes of `device` (None when unknown): what no single cache can exceed."""
+    if device.type == "cpu":
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return None
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    return None
+
+
+def check_fits(sizes: dict[str, int], dtype: torch.dtype, device: torch.device) -> None:
+    """Refuse, before allocating, a cache the device could never hold (names every size)."""
+    elements = 2  # a key and a value
+    for value in sizes.values():
+        elements *= value
+    needed = elements * dtype.itemsize
+    available = device_memory(device)
+    per_tensor = elements // (2 * sizes["layer_count"])
+    if per_tensor > INT64_MAX or (available is not None and needed > available):
+        described = ", ".join(f"{name}={value}" for name, value in sizes.items())
+        raise ValueError(
+            f"a cache of {described} needs {needed} bytes of {dtype}, "
+            f"more than {device} holds ({available} bytes)"
+        )
