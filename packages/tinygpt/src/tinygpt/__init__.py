@@ -2,6 +2,7 @@
 
 from .attention import LayerKV, PastKeyValues
 from .config import GPTConfig
+from .errors import ArgumentTypeError
 from .hf import (
     from_gpt2_state_dict,
     gpt2_config_kwargs,
@@ -12,6 +13,7 @@ from .hf import (
 from .model import CausalLMOutput, TinyGPT
 
 __all__ = [
+    "ArgumentTypeError",
     "CausalLMOutput",
     "GPTConfig",
     "LayerKV",

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import GPTConfig
+from .errors import ArgumentTypeError, type_name
 
 LayerKV = tuple[Tensor, Tensor]
 """One block's (key, value), each [B, H, S, D]."""
@@ -35,6 +36,7 @@ class CausalSelfAttention(nn.Module):
     def forward(
         self, hidden_states: Tensor, past_key_value: LayerKV | None = None
     ) -> tuple[Tensor, LayerKV]:
+        self.check_inputs(hidden_states, past_key_value)
         T = hidden_states.size(1)
         q, k, v = self.split_heads(self.qkv_proj(hidden_states))  # each [B, H, T, D]
         if past_key_value is not None:
@@ -51,6 +53,54 @@ class CausalSelfAttention(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         output = self.residual_dropout(self.out_proj(self.merge_heads(y)))
         return output, (k, v)
+
+    def check_inputs(self, hidden_states: object, past_key_value: object) -> None:
+        """hidden [B, T, C] and an optional past (key, value) [B, H, P, D]: shapes, dtype, device.
+
+        Python-only comparisons (no device reads), so the per-layer cost stays small.
+        """
+        weight = self.qkv_proj.weight
+        if not isinstance(hidden_states, Tensor):
+            raise ArgumentTypeError(
+                f"hidden_states must be a Tensor, got {type_name(hidden_states)}"
+            )
+        C = self.n_heads * self.head_dim
+        shape = tuple(hidden_states.shape)
+        if len(shape) != 3 or shape[0] < 1 or shape[1] < 1 or shape[2] != C:
+            raise ValueError(f"hidden_states must be [B, T, {C}] with B, T >= 1, got {shape}")
+        if hidden_states.dtype != weight.dtype or hidden_states.device != weight.device:
+            raise ValueError(
+                f"hidden_states is {hidden_states.dtype} on {hidden_states.device}, the "
+                f"attention computes in {weight.dtype} on {weight.device}"
+            )
+        if past_key_value is None:
+            return
+        if not isinstance(past_key_value, tuple | list):
+            raise ArgumentTypeError(
+                f"past_key_value must be a (key, value) tuple, got {type_name(past_key_value)}"
+            )
+        if len(past_key_value) != 2:
+            raise ValueError(
+                f"past_key_value must be a (key, value) pair, got {len(past_key_value)}"
+            )
+        for name, tensor in zip(("key", "value"), past_key_value, strict=True):
+            if not isinstance(tensor, Tensor):
+                raise ArgumentTypeError(
+                    f"past_key_value {name} must be a Tensor, got {type_name(tensor)}"
+                )
+            expected = (shape[0], self.n_heads, self.head_dim)
+            if tensor.dim() != 4 or (tensor.shape[0], tensor.shape[1], tensor.shape[3]) != expected:
+                raise ValueError(
+                    f"past_key_value {name} must be [{shape[0]}, {self.n_heads}, P, "
+                    f"{self.head_dim}], got {tuple(tensor.shape)}"
+                )
+            if tensor.dtype != weight.dtype or tensor.device != weight.device:
+                raise ValueError(
+                    f"past_key_value {name} is {tensor.dtype} on {tensor.device}, the "
+                    f"attention computes in {weight.dtype} on {weight.device}"
+                )
+        if past_key_value[0].shape[2] != past_key_value[1].shape[2]:
+            raise ValueError("past_key_value key and value must hold the same number of positions")
 
     def split_heads(self, qkv: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """[B, T, 3C] -> three [B, H, T, D] (transpose before heads meet time)."""

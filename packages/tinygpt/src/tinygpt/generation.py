@@ -8,10 +8,16 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from .errors import ArgumentTypeError, type_name
 from .validation import check_context_length, validate_input_ids
 
 if TYPE_CHECKING:
     from .model import TinyGPT
+
+# The smallest positive temperature accepted: the smallest normal float32. Below it the
+# temperature itself rounds to zero or a subnormal in the logits' dtype.
+SMALLEST_TEMPERATURE = float(torch.finfo(torch.float32).tiny)
+LARGEST_TEMPERATURE = float(torch.finfo(torch.float32).max)  # beyond it: not finite in fp32
 
 
 @torch.no_grad()
@@ -76,7 +82,14 @@ def choose_next_token(
     """[B, V] last-position logits -> [B, 1] token ids."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
-    probabilities = torch.softmax(logits / temperature, dim=-1)
+    scaled = logits / temperature
+    # A tiny temperature overflows logits / temperature to inf, and softmax of a row whose
+    # largest entry is infinite is NaN. Shifting by the row's max first is the same
+    # distribution and stays finite; only such rows take it, so every other row keeps
+    # exactly softmax(logits / temperature). No host read: torch.where picks per row.
+    shifted = (logits - logits.amax(dim=-1, keepdim=True)) / temperature
+    scaled = torch.where(scaled.amax(dim=-1, keepdim=True).isfinite(), scaled, shifted)
+    probabilities = torch.softmax(scaled, dim=-1)
     return torch.multinomial(probabilities, 1, generator=generator)
 
 
@@ -90,23 +103,36 @@ def validate_generation_arguments(
 ) -> None:
     """Reject bad arguments (and context overflow) before the first decode step."""
     config = model.config
-    _, T = validate_input_ids(input_ids, config, model.token_embedding.weight.device)
+    device = model.token_embedding.weight.device
+    _, T = validate_input_ids(input_ids, config, device)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise ValueError(f"max_new_tokens must be an int, got {max_new_tokens!r}")
+        raise ArgumentTypeError(f"max_new_tokens must be an int, got {max_new_tokens!r}")
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-        raise ValueError(f"temperature must be a float, got {temperature!r}")
-    if not math.isfinite(temperature) or temperature < 0:
+        raise ArgumentTypeError(f"temperature must be a float, got {temperature!r}")
+    if isinstance(temperature, float) and math.isnan(temperature):
+        raise ValueError(f"temperature must be a number >= 0, got {temperature}")
+    if temperature < 0 or temperature > LARGEST_TEMPERATURE:
         raise ValueError(f"temperature must be finite and >= 0, got {temperature}")
-    if eos_token_id is not None and (
-        isinstance(eos_token_id, bool)
-        or not isinstance(eos_token_id, int)
-        or not 0 <= eos_token_id < config.vocab_size
-    ):
-        raise ValueError(f"eos_token_id must be None or an id in [0, {config.vocab_size})")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if 0 < temperature < SMALLEST_TEMPERATURE:
+        raise ValueError(
+            f"temperature must be 0 (greedy) or >= {SMALLEST_TEMPERATURE:.3g}, got {temperature}"
+        )
+    if eos_token_id is not None:
+        if isinstance(eos_token_id, bool) or not isinstance(eos_token_id, int):
+            raise ArgumentTypeError(f"eos_token_id must be None or an int, got {eos_token_id!r}")
+        if not 0 <= eos_token_id < config.vocab_size:
+            raise ValueError(
+                f"eos_token_id must be None or in [0, {config.vocab_size}), got {eos_token_id}"
+            )
+    if generator is not None:
+        if not isinstance(generator, torch.Generator):
+            raise ArgumentTypeError(
+                f"generator must be a torch.Generator, got {type_name(generator)}"
+            )
+        if generator.device.type != device.type:
+            raise ValueError(f"generator is on {generator.device}, the model is on {device}")
     check_context_length(T + max_new_tokens, config, "prompt + max_new_tokens")
 
 

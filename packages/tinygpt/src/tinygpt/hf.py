@@ -23,13 +23,14 @@ GPT-2 checkpoints use the tanh-approximate GELU ("gelu_new") and LayerNorm eps 1
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from .config import GPTConfig
+from .errors import ArgumentTypeError, type_name
 from .model import TinyGPT
 
 # (GPT-2 module, TinyGPT module, is a Conv1D whose weight must be transposed), per block.
@@ -50,6 +51,11 @@ _TINYGPT_BLOCK = re.compile(r"^blocks\.(\d+)\.")
 # and "gelu_pytorch_tanh" are the same tanh approximation; "gelu" is the exact erf GELU.
 _GELU_BY_ACTIVATION = {"gelu": "none", "gelu_new": "tanh", "gelu_pytorch_tanh": "tanh"}
 _ACTIVATION_BY_GELU = {"none": "gelu", "tanh": "gelu_new"}
+# GPTConfig's field names for GPT2Config's, for error messages.
+_GPT2_NAMES = (
+    "vocab_size=vocab_size, context_length=n_positions, d_model=n_embd, n_layers=n_layer, "
+    "n_heads=n_head, d_ff=n_inner, layer_norm_eps=layer_norm_epsilon"
+)
 
 
 def _parameter_map(n_layers: int) -> Iterator[tuple[str, str, bool]]:
@@ -64,9 +70,11 @@ def _parameter_map(n_layers: int) -> Iterator[tuple[str, str, bool]]:
     yield "ln_f.bias", "final_norm.bias", False
 
 
-def _gpt2_shapes(config: GPTConfig) -> dict[str, tuple[int, ...]]:
-    """Expected GPT-2 tensor shapes (Conv1D weights [in, out]) for a config."""
-    C, F = config.d_model, config.d_ff
+def _gpt2_shapes(
+    vocab_size: int, context_length: int, d_model: int, d_ff: int, n_layers: int
+) -> dict[str, tuple[int, ...]]:
+    """Expected GPT-2 tensor shapes (Conv1D weights [in, out]) for these sizes."""
+    C, F = d_model, d_ff
     per_block = {
         "ln_1.weight": (C,),
         "ln_1.bias": (C,),
@@ -82,14 +90,32 @@ def _gpt2_shapes(config: GPTConfig) -> dict[str, tuple[int, ...]]:
         "mlp.c_proj.bias": (C,),
     }
     shapes = {
-        "wte.weight": (config.vocab_size, C),
-        "wpe.weight": (config.context_length, C),
+        "wte.weight": (vocab_size, C),
+        "wpe.weight": (context_length, C),
         "ln_f.weight": (C,),
         "ln_f.bias": (C,),
     }
-    for i in range(config.n_layers):
+    for i in range(n_layers):
         shapes.update({f"h.{i}.{name}": shape for name, shape in per_block.items()})
     return shapes
+
+
+def _tinygpt_shapes(
+    body: Mapping[str, Tensor], mapping: list[tuple[str, str, bool]], n_layers: int
+) -> dict[str, tuple[int, ...]]:
+    """Expected TinyGPT shapes, sized by the embeddings and the first MLP (checked 2-d first)."""
+    two_d = ("token_embedding.weight", "position_embedding.weight", "blocks.0.mlp.up_proj.weight")
+    for name in two_d:
+        if body[name].dim() != 2:
+            raise ValueError(
+                f"TinyGPT state dict {name!r} must be 2-d, got shape {tuple(body[name].shape)}"
+            )
+    (V, C), ctx, F = body[two_d[0]].shape, body[two_d[1]].shape[0], body[two_d[2]].shape[0]
+    gpt2 = _gpt2_shapes(V, ctx, C, F, n_layers)
+    return {
+        tinygpt: gpt2[name][::-1] if transpose else gpt2[name]
+        for name, tinygpt, transpose in mapping
+    }
 
 
 def _copy(tensor: Tensor, transpose: bool) -> Tensor:
@@ -98,10 +124,20 @@ def _copy(tensor: Tensor, transpose: bool) -> Tensor:
     return (tensor.t() if transpose else tensor).clone(memory_format=torch.contiguous_format)
 
 
-def _check_tensors(state_dict: Mapping[str, object], what: str) -> None:
+def _check_state_dict(state_dict: object, what: str) -> Mapping[str, Tensor]:
+    """A mapping of str names to floating-point tensors, else an error naming the key."""
+    if not isinstance(state_dict, Mapping):
+        raise ArgumentTypeError(
+            f"{what} must be a mapping of names to tensors, got {type_name(state_dict)}"
+        )
     for name, value in state_dict.items():
+        if not isinstance(name, str):
+            raise ArgumentTypeError(f"{what} keys must be str, got {type_name(name)} {name!r}")
         if not isinstance(value, Tensor):
-            raise ValueError(f"{what}[{name!r}] must be a Tensor, got {type(value).__name__}")
+            raise ArgumentTypeError(f"{what}[{name!r}] must be a Tensor, got {type_name(value)}")
+        if not value.is_floating_point():
+            raise ValueError(f"{what}[{name!r}] must be a floating-point weight, got {value.dtype}")
+    return state_dict
 
 
 def _check_key_sets(present: set[str], expected: set[str], what: str) -> None:
@@ -112,6 +148,37 @@ def _check_key_sets(present: set[str], expected: set[str], what: str) -> None:
             f"{' ...' if len(missing) > 6 else ''}, unexpected {unexpected[:6]}"
             f"{' ...' if len(unexpected) > 6 else ''}"
         )
+
+
+def _check_shapes(
+    state_dict: Mapping[str, Tensor], shapes: Mapping[str, tuple[int, ...]], what: str
+) -> None:
+    for name, shape in shapes.items():
+        if tuple(state_dict[name].shape) != shape:
+            raise ValueError(
+                f"{what} {name!r} has shape {tuple(state_dict[name].shape)}, expected {shape}"
+            )
+
+
+def _block_count(names: Iterable[str]) -> int:
+    """How many TinyGPT blocks the names cover; indices must run 0..n-1 with no gap.
+
+    Reads only the names present, so an absurd index (blocks.999999999.x) is an error
+    naming its key, never a reason to enumerate a billion expected names.
+    """
+    indices: dict[int, str] = {}
+    for name in names:
+        if match := _TINYGPT_BLOCK.match(name):
+            indices.setdefault(int(match.group(1)), name)
+    for index in sorted(indices):
+        if index >= len(indices):
+            raise ValueError(
+                f"TinyGPT state dict {indices[index]!r}: block {index} of only "
+                f"{len(indices)} blocks (indices must run 0..{len(indices) - 1})"
+            )
+    if not indices:
+        raise ValueError("TinyGPT state dict has no blocks.<i>.* weights")
+    return len(indices)
 
 
 def _check_tied(
@@ -154,17 +221,13 @@ def from_gpt2_state_dict(state_dict: Mapping[str, Tensor], config: GPTConfig) ->
     keys, non-tensors, or an `lm_head.weight` that differs from `wte.weight`.
     """
     if not isinstance(config, GPTConfig):
-        raise ValueError(f"config must be a GPTConfig, got {type(config).__name__}")
-    _check_tensors(state_dict, "state_dict")
-    body, head = _strip_gpt2_prefix(state_dict)
-    shapes = _gpt2_shapes(config)
+        raise ArgumentTypeError(f"config must be a GPTConfig, got {type_name(config)}")
+    body, head = _strip_gpt2_prefix(_check_state_dict(state_dict, "state_dict"))
+    shapes = _gpt2_shapes(
+        config.vocab_size, config.context_length, config.d_model, config.d_ff, config.n_layers
+    )
     _check_key_sets(set(body), set(shapes), "GPT-2 state dict")
-    for name, shape in shapes.items():
-        if tuple(body[name].shape) != shape:
-            raise ValueError(
-                f"GPT-2 state dict {name!r} has shape {tuple(body[name].shape)}, expected "
-                f"{shape} for {config}"
-            )
+    _check_shapes(body, shapes, "GPT-2 state dict")
     _check_tied(head, body["wte.weight"], "lm_head.weight", "wte.weight")
 
     converted = {
@@ -185,22 +248,18 @@ def to_gpt2_state_dict(model_or_state_dict: nn.Module | Mapping[str, Tensor]) ->
     Build the matching model with `GPT2Config(**gpt2_config_kwargs(model.config))`.
     """
     if isinstance(model_or_state_dict, nn.Module):
-        state_dict: Mapping[str, Tensor] = model_or_state_dict.state_dict()
-    elif isinstance(model_or_state_dict, Mapping):
-        state_dict = model_or_state_dict
-    else:
-        raise ValueError(
-            "to_gpt2_state_dict takes a TinyGPT or its state dict, got "
-            f"{type(model_or_state_dict).__name__}"
+        model_or_state_dict = model_or_state_dict.state_dict()
+    elif not isinstance(model_or_state_dict, Mapping):
+        raise ArgumentTypeError(
+            "model_or_state_dict must be a TinyGPT or its state dict, got "
+            f"{type_name(model_or_state_dict)}"
         )
-    _check_tensors(state_dict, "state_dict")
+    state_dict = _check_state_dict(model_or_state_dict, "model_or_state_dict")
     body = {name: value for name, value in state_dict.items() if name != "lm_head.weight"}
-    n_layers = 1 + max(
-        (int(match.group(1)) for name in body if (match := _TINYGPT_BLOCK.match(name))),
-        default=-1,
-    )
+    n_layers = _block_count(body)
     mapping = list(_parameter_map(n_layers))
     _check_key_sets(set(body), {tinygpt for _, tinygpt, _ in mapping}, "TinyGPT state dict")
+    _check_shapes(body, _tinygpt_shapes(body, mapping, n_layers), "TinyGPT state dict")
     embedding = body["token_embedding.weight"]
     _check_tied(
         state_dict.get("lm_head.weight"), embedding, "lm_head.weight", "token_embedding.weight"
@@ -217,7 +276,9 @@ def to_gpt2_state_dict(model_or_state_dict: nn.Module | Mapping[str, Tensor]) ->
 def _read(hf_config: object, name: str) -> Any:
     """One GPT2Config attribute, passed on unchecked: GPTConfig validates the values."""
     if not hasattr(hf_config, name):
-        raise ValueError(f"hf_config has no {name!r}: expected a transformers GPT2Config")
+        raise ArgumentTypeError(
+            f"hf_config ({type_name(hf_config)}) has no {name!r}: expected a GPT2Config"
+        )
     return getattr(hf_config, name)
 
 
@@ -231,7 +292,7 @@ def gpt2_config_to_gpt_config(hf_config: object, *, dropout: float | None = None
     unscaled or layer-scaled attention, cross-attention, an untied LM head.
     """
     activation = _read(hf_config, "activation_function")
-    if activation not in _GELU_BY_ACTIVATION:
+    if not isinstance(activation, str) or activation not in _GELU_BY_ACTIVATION:
         raise ValueError(
             f"activation_function {activation!r} is not supported: expected one of "
             f"{sorted(_GELU_BY_ACTIVATION)}"
@@ -249,25 +310,34 @@ def gpt2_config_to_gpt_config(hf_config: object, *, dropout: float | None = None
         rates = {
             name: _read(hf_config, name) for name in ("resid_pdrop", "embd_pdrop", "attn_pdrop")
         }
-        if len(set(rates.values())) != 1:
+        if any(rate != rates["resid_pdrop"] for rate in rates.values()):
             raise ValueError(f"GPT-2 dropout rates differ {rates}: pass dropout= explicitly")
         dropout = rates["resid_pdrop"]
     n_embd, n_inner = _read(hf_config, "n_embd"), _read(hf_config, "n_inner")
-    return GPTConfig(
-        vocab_size=_read(hf_config, "vocab_size"),
-        context_length=_read(hf_config, "n_positions"),
-        d_model=n_embd,
-        n_layers=_read(hf_config, "n_layer"),
-        n_heads=_read(hf_config, "n_head"),
-        d_ff=4 * n_embd if n_inner is None else n_inner,
-        dropout=dropout,
-        layer_norm_eps=_read(hf_config, "layer_norm_epsilon"),
-        gelu_approximate=_GELU_BY_ACTIVATION[activation],
-    )
+    if n_inner is None and isinstance(n_embd, int):
+        n_inner = 4 * n_embd
+    try:
+        return GPTConfig(
+            vocab_size=_read(hf_config, "vocab_size"),
+            context_length=_read(hf_config, "n_positions"),
+            d_model=n_embd,
+            n_layers=_read(hf_config, "n_layer"),
+            n_heads=_read(hf_config, "n_head"),
+            d_ff=n_inner,
+            dropout=dropout,
+            layer_norm_eps=_read(hf_config, "layer_norm_epsilon"),
+            gelu_approximate=_GELU_BY_ACTIVATION[activation],
+        )
+    except ValueError as error:  # GPTConfig names its own fields: say which GPT-2 ones they are
+        raise type(error)(
+            f"hf_config does not describe a TinyGPT ({_GPT2_NAMES}): {error}"
+        ) from error
 
 
 def gpt2_config_kwargs(config: GPTConfig) -> dict[str, object]:
     """`GPTConfig` -> keyword arguments for transformers' `GPT2Config(**kwargs)`."""
+    if not isinstance(config, GPTConfig):
+        raise ArgumentTypeError(f"config must be a GPTConfig, got {type_name(config)}")
     return {
         "vocab_size": config.vocab_size,
         "n_positions": config.context_length,
@@ -291,8 +361,8 @@ def load_gpt2(hf_model: nn.Module) -> TinyGPT:
     """
     hf_config = getattr(hf_model, "config", None)
     if not isinstance(hf_model, nn.Module) or hf_config is None:
-        raise ValueError(
-            f"load_gpt2 takes a transformers GPT-2 model, got {type(hf_model).__name__}"
+        raise ArgumentTypeError(
+            f"hf_model must be a transformers GPT-2 model, got {type_name(hf_model)}"
         )
     config = gpt2_config_to_gpt_config(hf_config)
     state_dict = from_gpt2_state_dict(hf_model.state_dict(), config)

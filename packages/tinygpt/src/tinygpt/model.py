@@ -12,10 +12,12 @@ from torch import Tensor, nn
 from .attention import PastKeyValues
 from .blocks import Block
 from .config import GPTConfig
+from .errors import ArgumentTypeError, type_name
 from .generation import generate
 from .validation import (
     IGNORE_INDEX,
     check_context_length,
+    check_flag,
     validate_input_ids,
     validate_labels,
     validate_past_key_values,
@@ -34,6 +36,7 @@ class TinyGPT(nn.Module):
 
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
+        check_config(config)
         self.config = config
         C = config.d_model
         self.token_embedding = nn.Embedding(config.vocab_size, C)
@@ -77,6 +80,7 @@ class TinyGPT(nn.Module):
         check_context_length(past_length + T, self.config, "past + new tokens")
         if labels is not None:
             validate_labels(labels, input_ids, self.config)
+        check_flag("use_cache", use_cache)
 
         logits, present = self.logits_and_cache(input_ids, past_key_values)
         loss = None if labels is None else shifted_cross_entropy(logits, labels)
@@ -114,6 +118,28 @@ class TinyGPT(nn.Module):
     ) -> Tensor:
         """Prompt plus continuation [B, T + n]; see tinygpt.generation."""
         return generate(self, input_ids, max_new_tokens, temperature, eos_token_id, generator)
+
+
+def check_config(config: object) -> None:
+    """A GPTConfig (or a candidate's look-alike with the same fields): not a dict or None."""
+    missing = [name for name in _CONFIG_FIELDS if not hasattr(config, name)]
+    if missing:
+        raise ArgumentTypeError(
+            f"config must be a GPTConfig, got {type_name(config)} without {missing}"
+        )
+
+
+_CONFIG_FIELDS = (
+    "vocab_size",
+    "context_length",
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "d_ff",
+    "dropout",
+    "layer_norm_eps",
+    "gelu_approximate",
+)
 
 
 def shifted_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:

@@ -7,6 +7,7 @@ from torch import Tensor
 
 from .attention import PastKeyValues
 from .config import GPTConfig
+from .errors import ArgumentTypeError, type_name
 
 IGNORE_INDEX = -100
 
@@ -16,7 +17,7 @@ def validate_input_ids(
 ) -> tuple[int, int]:
     """input_ids must be a long [B, T] tensor on the model's device with in-vocab ids."""
     if not isinstance(input_ids, Tensor):
-        raise ValueError(f"input_ids must be a Tensor, got {type(input_ids).__name__}")
+        raise ArgumentTypeError(f"input_ids must be a Tensor, got {type_name(input_ids)}")
     if input_ids.dtype != torch.long:
         raise ValueError(f"input_ids must be torch.long, got {input_ids.dtype}")
     if input_ids.dim() != 2:
@@ -36,8 +37,10 @@ def validate_input_ids(
 
 def validate_labels(labels: Tensor, input_ids: Tensor, config: GPTConfig) -> None:
     """labels: long, the shape and device of input_ids, each -100 or a vocabulary id."""
-    if not isinstance(labels, Tensor) or labels.dtype != torch.long:
-        raise ValueError("labels must be a torch.long Tensor")
+    if not isinstance(labels, Tensor):
+        raise ArgumentTypeError(f"labels must be a torch.long Tensor, got {type_name(labels)}")
+    if labels.dtype != torch.long:
+        raise ValueError(f"labels must be torch.long, got {labels.dtype}")
     if labels.shape != input_ids.shape or labels.device != input_ids.device:
         raise ValueError(
             f"labels must match input_ids {tuple(input_ids.shape)} on {input_ids.device}, "
@@ -57,7 +60,9 @@ def validate_past_key_values(
 ) -> int:
     """Check a functional cache against the model; return its shared length S."""
     if not isinstance(past_key_values, tuple):
-        raise ValueError(f"past_key_values must be a tuple, got {type(past_key_values).__name__}")
+        raise ArgumentTypeError(
+            f"past_key_values must be a tuple of pairs, got {type_name(past_key_values)}"
+        )
     if len(past_key_values) != config.n_layers:
         raise ValueError(
             f"past_key_values has {len(past_key_values)} layers, the model has {config.n_layers}"
@@ -65,11 +70,19 @@ def validate_past_key_values(
     H, D = config.n_heads, config.head_dim
     lengths = set()
     for index, pair in enumerate(past_key_values):
-        if not isinstance(pair, tuple) or len(pair) != 2:
-            raise ValueError(f"past_key_values[{index}] must be a (key, value) tuple")
+        if not isinstance(pair, tuple):
+            raise ArgumentTypeError(
+                f"past_key_values[{index}] must be a (key, value) tuple, got {type_name(pair)}"
+            )
+        if len(pair) != 2:
+            raise ValueError(
+                f"past_key_values[{index}] must be a (key, value) pair, got {len(pair)}"
+            )
         for name, tensor in zip(("key", "value"), pair, strict=True):
             where = f"past_key_values[{index}] {name}"
-            if not isinstance(tensor, Tensor) or tensor.dim() != 4:
+            if not isinstance(tensor, Tensor):
+                raise ArgumentTypeError(f"{where} must be a Tensor, got {type_name(tensor)}")
+            if tensor.dim() != 4:
                 raise ValueError(f"{where} must be a 4-d [B, H, S, D] tensor")
             b, h, s, d = tensor.shape
             if (b, h, d) != (batch_size, H, D):
@@ -89,6 +102,12 @@ def validate_past_key_values(
     return lengths.pop()
 
 
+def check_flag(name: str, value: object) -> None:
+    """A switch such as use_cache: a bool, never a tensor or a truthy stand-in."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be a bool, got {type_name(value)}")
+
+
 def check_context_length(total_tokens: int, config: GPTConfig, what: str) -> None:
     if total_tokens > config.context_length:
         raise ValueError(
@@ -99,6 +118,7 @@ def check_context_length(total_tokens: int, config: GPTConfig, what: str) -> Non
 __all__ = [
     "IGNORE_INDEX",
     "check_context_length",
+    "check_flag",
     "validate_input_ids",
     "validate_labels",
     "validate_past_key_values",
