@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from gptlab_testkit import candidate, test_device
+from gptlab_testkit.boundary import other_devices
 
 tg = candidate("TINY_GPT_MODULE")
 
@@ -188,6 +189,15 @@ def _negative(ids):
     return ids.clone().fill_(-1)
 
 
+def _on_another_device(ids):
+    """A real second device: a `meta` tensor is no faithful stand-in (CONTRACTS.md), since a
+    value check on it raises RuntimeError first. The meta case is an extension test."""
+    others = other_devices(test_device())
+    if not others:
+        pytest.skip("no second real device on this machine")
+    return ids.to(others[0])
+
+
 @pytest.mark.owner("cache_validation")
 @pytest.mark.parametrize(
     "make_bad",
@@ -199,7 +209,7 @@ def _negative(ids):
         lambda ids: ids[:0],  # B = 0
         _out_of_vocab,
         _negative,
-        lambda ids: ids.to("meta"),  # another device
+        _on_another_device,
     ],
     ids=["float", "1d", "3d", "empty_time", "empty_batch", "out_of_vocab", "negative", "device"],
 )

@@ -100,3 +100,21 @@ def test_tanh_gelu_variant_runs_the_tanh_approximation(make_model):
         output = mlp(x)
     assert_close(output, expected, "tanh-GELU MLP output")
     assert not torch.allclose(output, exact, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.owner("cache_validation")
+@pytest.mark.parametrize("where", ["input_ids", "cache"])
+def test_meta_tensors_reach_the_device_check(make_model, make_tokens, where):
+    """The references check devices before values, so even `meta` (no faithful stand-in for
+    another device in the contract tests: a value check on it raises RuntimeError) is a
+    ValueError here."""
+    model = make_model()
+    tokens = make_tokens(2, 6)
+    past = model(tokens[:, :4], use_cache=True).past_key_values
+    meta_past = tuple((k.to("meta"), v.to("meta")) for k, v in past)
+    call = {
+        "input_ids": {"input_ids": tokens.to("meta")},
+        "cache": {"input_ids": tokens[:, 4:], "past_key_values": meta_past},
+    }[where]
+    with pytest.raises(ValueError):
+        model(**call)
