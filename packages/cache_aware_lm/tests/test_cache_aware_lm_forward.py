@@ -105,22 +105,37 @@ def test_use_cache_false_omits_cache_state(lm):
     assert_close(consumed.logits, uncached.logits[:, 3:], "logits after a consumed cache")
 
 
+# An input inside what each factory promises: make_test_model() token ids and positions
+# 0..15; make_eos_test_model() only its documented greedy transition (the seed's own has
+# vocabulary 4 and context 6).
+FACTORY_PROBES = {
+    "make_test_model": ([list(range(16))], [list(range(16))]),
+    "make_eos_test_model": ([[1], [2]], [[0], [0]]),
+}
+
+
 @pytest.mark.owner("test_model_factories")
-def test_factories_build_identical_fp32_cpu_eval_models(lm):
-    for factory in (lm.make_test_model, lm.make_eos_test_model):
-        first, second = factory(), factory()
-        assert not first.training, f"{factory.__name__}() must return an eval-mode model"
-        ids = torch.arange(16)[None] % 16
-        positions = torch.arange(16)[None]  # context >= 16, vocab >= 16
-        out_first = first(ids, positions, use_cache=True)
-        out_second = second(ids, positions, use_cache=True)
-        assert out_first.logits.dtype == torch.float32
-        assert out_first.logits.device.type == "cpu"
-        assert out_first.logits.shape[2] >= 16
-        assert len(out_first.past_key_values) >= 2
-        assert torch.equal(out_first.logits, out_second.logits), "two calls must be identical"
-        for (key1, value1), (key2, value2) in zip(
-            out_first.past_key_values, out_second.past_key_values, strict=True
-        ):
-            assert torch.equal(key1, key2)
-            assert torch.equal(value1, value2)
+@pytest.mark.parametrize("factory_name", list(FACTORY_PROBES))
+def test_factories_build_identical_fp32_cpu_eval_models(lm, factory_name):
+    factory = getattr(lm, factory_name)
+    first, second = factory(), factory()
+    assert not first.training, f"{factory_name}() must return an eval-mode model"
+    ids, positions = (torch.tensor(rows) for rows in FACTORY_PROBES[factory_name])
+    out_first = first(ids, positions, use_cache=True)
+    out_second = second(ids, positions, use_cache=True)
+    assert out_first.logits.dtype == torch.float32
+    assert out_first.logits.device.type == "cpu"
+    assert torch.equal(out_first.logits, out_second.logits), "two calls must be identical"
+    for (key1, value1), (key2, value2) in zip(
+        out_first.past_key_values, out_second.past_key_values, strict=True
+    ):
+        assert torch.equal(key1, key2)
+        assert torch.equal(value1, value2)
+
+
+@pytest.mark.owner("test_model_factories")
+def test_test_model_meets_its_floor(lm):
+    ids, positions = (torch.tensor(rows) for rows in FACTORY_PROBES["make_test_model"])
+    out = lm.make_test_model()(ids, positions, use_cache=True)
+    assert out.logits.shape[2] >= 16, "vocabulary >= 16"
+    assert len(out.past_key_values) >= 2, ">= 2 layers"

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from gptlab_testkit import test_device
+from gptlab_testkit.boundary import other_devices
 from gptlab_testkit.models import cache_aware_modules
 
 MODULES = cache_aware_modules()
@@ -21,7 +22,12 @@ Call = dict[str, Any]
 
 
 def _other_device() -> torch.device:
-    return torch.device("meta" if test_device().type == "cpu" else "cpu")
+    """A real second device: a `meta` tensor is no faithful stand-in (CONTRACTS.md), since a
+    value check on it raises RuntimeError first. The meta cases are extension tests."""
+    others = other_devices(test_device())
+    if not others:
+        pytest.skip("no second real device on this machine")
+    return others[0]
 
 
 def _column_scale() -> torch.Tensor:
@@ -133,6 +139,10 @@ STRICT_EXTRAS: dict[str, Callable[[Call], Call]] = {
     "positions_shape_mismatch": _set(positions=lambda c: c["positions"][:, :1]),
     "positions_float": _set(positions=lambda c: c["positions"].float()),
     "input_ids_out_of_vocab": _set(input_ids=lambda c: c["input_ids"] + 1_000_000),
+    # The references check devices before values, so even `meta` reaches the device check.
+    "lengths_on_meta": _set(cache_lengths=lambda c: c["cache_lengths"].to("meta")),
+    "starts_on_meta": _set(cache_start_positions=lambda c: c["cache_start_positions"].to("meta")),
+    "cache_on_meta": _set(past_key_values=_per_layer(lambda t: t.to("meta"))),
 }
 
 
