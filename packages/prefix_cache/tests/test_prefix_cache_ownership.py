@@ -23,9 +23,11 @@ PROMPT = (3, 1, 4, 1, 5, 9, 2, 6)
 
 
 def poison(past):
-    for key, value in past:
-        key.fill_(float("nan"))
-        value.fill_(-1e9)
+    # Inside inference mode: a candidate may return inference tensors (CONTRACTS.md).
+    with torch.inference_mode():
+        for key, value in past:
+            key.fill_(float("nan"))
+            value.fill_(-1e9)
 
 
 def stored_cache(make_past):
