@@ -22,8 +22,11 @@ MODULES = cache_aware_modules()
 pytestmark = pytest.mark.contract
 
 PROMPT = [3, 5, 7, 1, 9]
-ORIGIN = 2  # the prompt sits at absolute positions 2..6
+ORIGIN = 1  # the prompt sits at absolute positions 1..5
 LAST = ORIGIN + len(PROMPT) - 1
+# make_test_model() promises positions 0..15 and the target's generate rejects a generated
+# token whose position would reach its context, so a budget may reach position 15 only.
+BUDGET = 15 - LAST
 
 
 @pytest.fixture(scope="module", params=list(MODULES), ids=list(MODULES))
@@ -59,8 +62,8 @@ def accounting(out):
 @pytest.mark.parametrize("width", [1, 2, 3])
 def test_identical_draft_gives_target_greedy_with_every_proposal_accepted(target, width):
     ids, positions = prompt()
-    out = sd.speculative_generate(target, copy.deepcopy(target), ids, positions, 12, width)
-    assert torch.equal(out.tokens, target_greedy(target, ids, positions, 12))
+    out = sd.speculative_generate(target, copy.deepcopy(target), ids, positions, BUDGET, width)
+    assert torch.equal(out.tokens, target_greedy(target, ids, positions, BUDGET))
     assert out.proposed_tokens > 0
     assert out.accepted_draft_tokens == out.proposed_tokens
     assert out.discarded_draft_tokens == 0
@@ -73,8 +76,8 @@ def test_useless_draft_is_rejected_rolled_back_and_output_is_still_the_targets(
     target, drafts, width
 ):
     ids, positions = prompt()
-    expected = target_greedy(target, ids, positions, 12)
-    out = sd.speculative_generate(target, drafts.zeroed(target), ids, positions, 12, width)
+    expected = target_greedy(target, ids, positions, BUDGET)
+    out = sd.speculative_generate(target, drafts.zeroed(target), ids, positions, BUDGET, width)
     assert torch.equal(out.tokens, expected)
     # The zero draft always proposes token 0; only a target token 0 can accept it.
     assert out.discarded_draft_tokens > 0
@@ -150,9 +153,11 @@ def eos_target(lm):
 
 
 def eos_generate(target, draft, width):
-    """From [2] at position 0 with EOS 0 (greedy: 3, then EOS), a budget of 6."""
+    """From [2] at position 0 with EOS 0 (greedy: 3, then EOS), a budget of 4.
+
+    The documented transition of make_eos_test_model() (4 new tokens), no more."""
     ids, positions = prompt([2], origin=0)
-    return sd.speculative_generate(target, draft, ids, positions, 6, width, 0)
+    return sd.speculative_generate(target, draft, ids, positions, 4, width, 0)
 
 
 @pytest.mark.owner("speculative_accounting")
