@@ -7,7 +7,7 @@ from torch import Tensor
 
 from cache_aware_lm import CacheAwareModel, PastKeyValues
 
-from .validation import check_callable, check_int
+from .validation import INT64_MAX, check_callable, check_int
 
 
 class DecodeState:
@@ -22,13 +22,15 @@ class DecodeState:
 
     def __init__(self, model: CacheAwareModel, start_position: int, device: torch.device) -> None:
         check_callable("model", model)
-        check_int("start_position", start_position, 0)
+        if check_int("start_position", start_position, 0) > INT64_MAX:
+            raise ValueError(f"start_position {start_position} is beyond int64")
         if not isinstance(device, torch.device | str):
             raise TypeError(f"device must be a torch.device or str, got {type(device).__name__}")
         try:
             resolved = torch.device(device)
+            torch.empty(0, device=resolved)  # a device string torch parses may still be absent
         except RuntimeError as error:
-            raise ValueError(f"device {device!r} is not a torch device: {error}") from None
+            raise ValueError(f"device {device!r} is not a usable torch device: {error}") from None
         self.model = model
         self.start_position = start_position
         self.device = resolved
@@ -69,18 +71,9 @@ class DecodeState:
 
     def _check_request(self, sequence: object, index: object) -> int:
         """The first row index this call can return; ValueError/TypeError before any feed."""
-        if not isinstance(sequence, list):
-            raise TypeError(f"sequence must be a list of ints, got {type(sequence).__name__}")
-        for token in sequence[self.length :]:
-            check_int("sequence token", token, 0)
-        if len(sequence) < self.length:
-            raise ValueError(
-                f"sequence has {len(sequence)} tokens, fewer than the {self.length} cached"
-            )
+        tokens = self._check_sequence(sequence)
         first_predicted = self.length if self.next_logits is not None else self.length + 1
-        last_predicted = len(sequence)  # the row after the sequence
-        if self.next_logits is None and len(sequence) == self.length:
-            raise ValueError("sequence adds no token and no logits are kept for it")
+        last_predicted = len(tokens)  # the row after the sequence
         row = check_int("index", index, 0)
         if not first_predicted <= row <= last_predicted:
             raise ValueError(
@@ -89,18 +82,41 @@ class DecodeState:
             )
         return first_predicted
 
+    def _check_sequence(self, sequence: object) -> list[object]:
+        """A list of int token ids that extends the cached prefix (or reuses kept logits)."""
+        if not isinstance(sequence, list):
+            raise TypeError(f"sequence must be a list of ints, got {type(sequence).__name__}")
+        if len(sequence) < self.length:
+            raise ValueError(
+                f"sequence has {len(sequence)} tokens, fewer than the {self.length} cached"
+            )
+        if self.next_logits is None and len(sequence) == self.length:
+            raise ValueError("sequence adds no token and no logits are kept for it")
+        for token in sequence[self.length :]:
+            if check_int("sequence token", token, 0) > INT64_MAX:
+                raise ValueError(f"sequence token {token} is beyond int64")
+        if self.start_position + len(sequence) - 1 > INT64_MAX:
+            raise ValueError(f"sequence of {len(sequence)} tokens runs past the largest position")
+        return sequence
+
     def _feed(self, tokens: list[int]) -> Tensor:
         T = len(tokens)
         input_ids = torch.tensor([tokens], dtype=torch.long, device=self.device)
         positions = self.start_position + self.length + torch.arange(T, device=self.device)
-        output = self.model(
-            input_ids,
-            positions[None],
-            past_key_values=self.past_key_values,
-            cache_lengths=self.cache_lengths,
-            cache_start_positions=self.cache_start_positions,
-            use_cache=True,
-        )
+        try:
+            output = self.model(
+                input_ids,
+                positions[None],
+                past_key_values=self.past_key_values,
+                cache_lengths=self.cache_lengths,
+                cache_start_positions=self.cache_start_positions,
+                use_cache=True,
+            )
+        except ValueError as error:  # nothing is assigned yet: the state is unchanged
+            raise ValueError(
+                f"sequence[{self.length}:] (at positions from "
+                f"{self.start_position + self.length}) was rejected by the model: {error}"
+            ) from error
         if output.past_key_values is None or output.cache_lengths is None:
             raise ValueError("model returned no cache state from a use_cache=True call")
         self.past_key_values = output.past_key_values

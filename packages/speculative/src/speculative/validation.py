@@ -77,7 +77,8 @@ def check_request(
         raise ValueError(f"positions must be non-negative and step 1, got {row}")
     if row[-1] + budget > INT64_MAX:
         raise ValueError(
-            f"max_new_tokens={budget} after position {row[-1]} passes the largest int64 position"
+            f"max_new_tokens={budget} after positions ending at {row[-1]} passes the largest "
+            "int64 position"
         )
     return prompt, row
 
@@ -102,7 +103,8 @@ def check_generator(generator: object, device: torch.device) -> None:
 
 
 # A float32 softmax over a large vocabulary sums to 1 within about 1e-6; a mass off
-# by more than this is not a distribution.
+# by more than this (or than a few roundings of a half-precision dtype) is not a
+# distribution.
 MASS_TOLERANCE = 1e-3
 
 
@@ -126,8 +128,9 @@ def check_distributions(p: object, q: object) -> tuple[Tensor, Tensor]:
     # One host sync for both: a NaN or inf makes the sum non-finite, a negative the min.
     reductions = (p_.sum(), p_.min(), q_.sum(), q_.min())
     summary = torch.stack([value.float() for value in reductions]).tolist()
-    for name, (total, smallest) in (("p", summary[:2]), ("q", summary[2:])):
-        if not (smallest >= 0.0 and abs(total - 1.0) <= MASS_TOLERANCE):
+    for name, value, (total, smallest) in (("p", p_, summary[:2]), ("q", q_, summary[2:])):
+        tolerance = max(MASS_TOLERANCE, 4 * torch.finfo(value.dtype).eps)
+        if not (smallest >= 0.0 and abs(total - 1.0) <= tolerance):
             raise ValueError(
                 f"{name} must be finite, non-negative and sum to 1, got sum {total}, min {smallest}"
             )

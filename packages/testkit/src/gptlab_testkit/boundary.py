@@ -346,7 +346,9 @@ def tensor_state(tensor: Tensor, *, identity: bool = True) -> TensorState:
     detached = tensor.detach()
     data = None
     if detached.device.type != "meta":
-        flat = detached.cpu().contiguous().reshape(-1)
+        # A fresh contiguous copy: .contiguous() keeps a size-1 view's stride (say 3), and
+        # view(torch.uint8) needs a unit stride.
+        flat = detached.cpu().reshape(-1).clone(memory_format=torch.contiguous_format)
         if flat.dtype == torch.bool:
             flat = flat.to(torch.uint8)
         data = flat.view(torch.uint8).clone()
