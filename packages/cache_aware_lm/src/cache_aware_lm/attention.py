@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import Tensor
 from torch.nn import functional
+
+from tinygpt import ArgumentTypeError
 
 # (query [B, H, T, D], keys [B, H_kv, S, D], values, mask [B, 1, T, S]) -> [B, H, T, D]
 AttentionKernel = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
@@ -23,6 +26,41 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(B, T, H * D)
 
 
+def check_attention_inputs(query: object, keys: object, values: object, mask: object) -> None:
+    """Shapes ``[B, H, T, D]``, ``[B, H_kv, S, D]`` twice, bool ``[B, 1, T, S]``; H_kv | H;
+    one float dtype and one device. Python comparisons only: no device reads."""
+    named = {"query": query, "keys": keys, "values": values, "mask": mask}
+    for name, value in named.items():
+        if not isinstance(value, Tensor):
+            raise ArgumentTypeError(f"{name} must be a Tensor, got {type(value).__name__}")
+        if value.dim() != 4:
+            raise ValueError(f"{name} must be 4-d, got shape {tuple(value.shape)}")
+    assert isinstance(query, Tensor) and isinstance(keys, Tensor)
+    assert isinstance(values, Tensor) and isinstance(mask, Tensor)
+    B, H, T, D = query.shape
+    H_kv, S = keys.shape[1], keys.shape[2]
+    if keys.shape[0] != B or keys.shape[3] != D or H_kv == 0:
+        raise ValueError(f"keys must be [{B}, H_kv, S, {D}], got {tuple(keys.shape)}")
+    if values.shape != keys.shape:
+        raise ValueError(
+            f"values must have the keys' shape {tuple(keys.shape)}, got {tuple(values.shape)}"
+        )
+    if H % H_kv != 0:
+        raise ValueError(f"query heads ({H}) must be a multiple of key/value heads ({H_kv})")
+    if mask.dtype != torch.bool or tuple(mask.shape) != (B, 1, T, S):
+        raise ValueError(
+            f"mask must be bool [{B}, 1, {T}, {S}], got {mask.dtype} {tuple(mask.shape)}"
+        )
+    if not query.is_floating_point() or keys.dtype != query.dtype or values.dtype != query.dtype:
+        raise ValueError(
+            f"query, keys and values must share one float dtype, got "
+            f"{query.dtype}, {keys.dtype}, {values.dtype}"
+        )
+    for name, value in (("keys", keys), ("values", values), ("mask", mask)):
+        if value.device != query.device:
+            raise ValueError(f"{name} is on {value.device}, query on {query.device}")
+
+
 def grouped_query_attention(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
     """Masked attention of ``[B, H, T, D]`` queries over ``[B, H_kv, S, D]`` keys/values.
 
@@ -30,11 +68,7 @@ def grouped_query_attention(query: Tensor, keys: Tensor, values: Tensor, mask: T
     repeated for its group right before the call (H_kv == H is ordinary
     multi-head attention). ``mask`` is boolean ``[B, 1, T, S]``, True = may attend.
     """
-    if query.shape[1] % keys.shape[1] != 0:
-        raise ValueError(
-            f"query heads ({query.shape[1]}) must be a multiple of "
-            f"key/value heads ({keys.shape[1]})"
-        )
+    check_attention_inputs(query, keys, values, mask)
     group_size = query.shape[1] // keys.shape[1]
     if group_size > 1:
         keys = keys.repeat_interleave(group_size, dim=1)
@@ -53,10 +87,9 @@ def folded_grouped_query_attention(
     small). The dot products are the same; K/V are read in place, so reading a
     long stored prefix costs no copy per step.
     """
+    check_attention_inputs(query, keys, values, mask)
     B, H, T, D = query.shape
     H_kv = keys.shape[1]
-    if H % H_kv != 0:
-        raise ValueError(f"query heads ({H}) must be a multiple of key/value heads ({H_kv})")
     G = H // H_kv
     if G == 1:
         return functional.scaled_dot_product_attention(query, keys, values, attn_mask=mask)

@@ -14,10 +14,12 @@ from typing import Protocol
 import torch
 from torch import Tensor, nn
 
+from tinygpt import ArgumentTypeError
+
 from .attention import AttentionKernel, grouped_query_attention
 from .cache_update import CacheWriter, FunctionalCacheWriter
 from .generation import greedy_generate
-from .masking import absolute_position_mask
+from .masking import position_mask
 from .output import CacheAwareOutput, LayerKV, PastKeyValues
 from .validation import ModelGeometry, validate_forward_inputs
 
@@ -72,7 +74,7 @@ class CacheAwareDecoder(nn.Module):
         """Where this forward's K/V go (functional: new tensors, caller's cache unwritten)."""
         return FunctionalCacheWriter(past, cache_lengths, new_tokens)
 
-    attention_mask = staticmethod(absolute_position_mask)
+    attention_mask = staticmethod(position_mask)  # absolute_position_mask, inputs pre-checked
 
     def run_blocks(
         self,
@@ -110,6 +112,8 @@ class CacheAwareDecoder(nn.Module):
             input_ids, positions, past_key_values, cache_lengths, cache_start_positions,
             self.geometry,
         )  # fmt: skip
+        if not isinstance(use_cache, bool):
+            raise ArgumentTypeError(f"use_cache must be a bool, got {type(use_cache).__name__}")
         T = input_ids.shape[1]
         writer = self.make_cache_writer(state.past, state.lengths, T)
         new_lengths = state.lengths + T

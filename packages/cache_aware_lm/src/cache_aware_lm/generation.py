@@ -7,8 +7,16 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from tinygpt import ArgumentTypeError
+
 from .protocol import CacheAwareModel
-from .validation import ModelGeometry, validate_tokens
+from .validation import (
+    ModelGeometry,
+    ValueCheck,
+    check_token_tensors,
+    raise_first,
+    token_value_checks,
+)
 
 
 class GenerativeModel(CacheAwareModel, Protocol):
@@ -36,7 +44,8 @@ def greedy_generate(
     ``positions[:, -1] + k``, which must stay below the context length: checked
     before the first step. Runs in eval mode and restores the caller's mode.
     """
-    validate_generation_request(input_ids, positions, max_new_tokens, eos_token_id, model.geometry)
+    geometry = model_geometry(model, "model")
+    validate_generation_request(input_ids, positions, max_new_tokens, eos_token_id, geometry)
     if max_new_tokens == 0:
         return input_ids.clone()
 
@@ -49,6 +58,16 @@ def greedy_generate(
         model.train(was_training)
 
 
+def model_geometry(model: object, name: str) -> ModelGeometry:
+    """The geometry a cache-aware model states, or an error naming the argument."""
+    geometry = getattr(model, "geometry", None)
+    if not isinstance(geometry, ModelGeometry) or not callable(model):
+        raise ArgumentTypeError(
+            f"{name} must be a cache-aware model with a geometry, got {type(model).__name__}"
+        )
+    return geometry
+
+
 def validate_generation_request(
     input_ids: Tensor,
     positions: Tensor,
@@ -56,28 +75,44 @@ def validate_generation_request(
     eos_token_id: int | None,
     geometry: ModelGeometry,
 ) -> None:
-    """Tokens, positions, budget and EOS id of one generate request (ValueError).
+    """Tokens, positions, budget and EOS id of one generate request (ValueError)."""
+    raise_first(
+        generation_request_checks(input_ids, positions, max_new_tokens, eos_token_id, geometry)
+    )
 
-    The k-th new token sits at ``positions[:, -1] + k``: the last one must stay
-    below the context length.
+
+def generation_request_checks(
+    input_ids: object,
+    positions: object,
+    max_new_tokens: object,
+    eos_token_id: object,
+    geometry: ModelGeometry,
+) -> list[ValueCheck]:
+    """Check kinds, shapes and plain-Python values; return the value checks still to read.
+
+    The k-th new token sits at ``positions[:, -1] + k``: the last one must stay below
+    the context length.
     """
-    validate_tokens(input_ids, positions, geometry)
+    input_ids, positions = check_token_tensors(input_ids, positions, geometry)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise ValueError(f"max_new_tokens must be an int, got {max_new_tokens!r}")
+        raise ArgumentTypeError(f"max_new_tokens must be an int, got {max_new_tokens!r}")
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    if eos_token_id is not None and (
-        isinstance(eos_token_id, bool)
-        or not isinstance(eos_token_id, int)
-        or not 0 <= eos_token_id < geometry.vocab_size
-    ):
-        raise ValueError(f"eos_token_id must be an int in the vocabulary, got {eos_token_id!r}")
-    last_position = int(positions[:, -1].max()) + max_new_tokens
-    if last_position >= geometry.context_length:
-        raise ValueError(
-            f"generating {max_new_tokens} tokens reaches position {last_position}, beyond the "
-            f"context length {geometry.context_length}"
-        )
+    if eos_token_id is not None:
+        if isinstance(eos_token_id, bool) or not isinstance(eos_token_id, int):
+            raise ArgumentTypeError(f"eos_token_id must be None or an int, got {eos_token_id!r}")
+        if not 0 <= eos_token_id < geometry.vocab_size:
+            raise ValueError(
+                f"eos_token_id must be in [0, vocab_size={geometry.vocab_size}), got {eos_token_id}"
+            )
+    context = geometry.context_length
+    beyond = (
+        f"generating max_new_tokens={max_new_tokens} tokens reaches the context length {context}"
+    )
+    if max_new_tokens >= context:  # positions are >= 0; also keeps the sum below in int64
+        raise ValueError(beyond)
+    budget = ((positions[:, -1] + max_new_tokens) >= context).any()
+    return [*token_value_checks(input_ids, positions, geometry), (budget, beyond)]
 
 
 def _greedy_loop(

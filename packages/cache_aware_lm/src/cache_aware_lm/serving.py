@@ -22,16 +22,26 @@ the same greedy tokens, but
 
 from __future__ import annotations
 
+import itertools
 from typing import Protocol
 
 import torch
 from torch import Tensor, nn
 
+from tinygpt import ArgumentTypeError
+
 from .attention import AttentionKernel, folded_grouped_query_attention, grouped_query_attention
 from .cache_update import CacheWriter
-from .generation import GenerativeModel, validate_generation_request
+from .generation import GenerativeModel, generation_request_checks, model_geometry
 from .output import LayerKV, PastKeyValues
-from .validation import ModelGeometry, check_metadata, check_past
+from .validation import (
+    ModelGeometry,
+    ValueCheck,
+    cache_value_checks,
+    check_metadata_tensor,
+    check_past,
+    raise_first,
+)
 
 
 class RequestStorage(Protocol):
@@ -121,10 +131,13 @@ def serve_generate(
     device), positions that do not continue the stored rows, and a request that
     would not fit the storage capacity (``max(len) + T + max_new_tokens - 1``).
     """
-    geometry = model.geometry
-    validate_generation_request(input_ids, positions, max_new_tokens, eos_token_id, geometry)
-    layers, lengths_B, starts_B = _validate_storage(storage, input_ids, positions, geometry)
-    longest = int(lengths_B.max())  # the one host read of the request's metadata
+    geometry = _servable_geometry(model)
+    checks = generation_request_checks(input_ids, positions, max_new_tokens, eos_token_id, geometry)
+    layers, lengths_B, starts_B, storage_checks = _check_storage(
+        storage, input_ids, positions, geometry
+    )
+    raise_first(checks + storage_checks)  # every value check in one host read
+    longest = int(lengths_B.max())  # and the request's longest row in one more
     capacity = layers[0][0].shape[2]
     needed = longest + input_ids.shape[1] + max_new_tokens - 1
     if max_new_tokens > 0 and needed > capacity:
@@ -149,26 +162,70 @@ def serve_generate(
     return tokens.clone()  # a normal tensor: inference tensors refuse later in-place edits
 
 
-def _validate_storage(
-    storage: RequestStorage, input_ids: Tensor, positions: Tensor, geometry: ModelGeometry
-) -> tuple[PastKeyValues, Tensor, Tensor]:
-    """The storage's layers, lengths and starts, checked against the model and the prompt."""
-    B = input_ids.shape[0]
-    layers = check_past(tuple(storage.storage), B, geometry, name="storage")
-    lengths_B = check_metadata("cache_lengths", storage.cache_lengths, B, geometry.device)
-    starts_B = check_metadata(
-        "cache_start_positions", storage.cache_start_positions, B, geometry.device
-    )
-    if bool((lengths_B > layers[0][0].shape[2]).any()):
-        raise ValueError(f"storage cache_lengths {lengths_B.tolist()} exceed its capacity")
-    expected_first = starts_B + lengths_B
-    if not torch.equal(positions[:, 0], expected_first):
-        raise ValueError(
-            "positions must continue the stored rows: positions[:, 0] must equal the storage's "
-            f"cache_start_positions + cache_lengths ({expected_first.tolist()}), "
-            f"got {positions[:, 0].tolist()}"
+def _servable_geometry(model: object) -> ModelGeometry:
+    """The model's geometry, after checking it has the unchecked body serving runs."""
+    geometry = model_geometry(model, "model")
+    if not callable(getattr(model, "run_blocks", None)) or not callable(
+        getattr(model, "lm_head", None)
+    ):
+        raise ArgumentTypeError(
+            f"model must be a servable cache-aware model (run_blocks, lm_head), "
+            f"got {type(model).__name__}"
         )
-    return layers, lengths_B, starts_B
+    return geometry
+
+
+def _check_storage(
+    storage: RequestStorage, input_ids: Tensor, positions: Tensor, geometry: ModelGeometry
+) -> tuple[PastKeyValues, Tensor, Tensor, list[ValueCheck]]:
+    """The storage's layers, lengths and starts, checked against the model and the prompt.
+
+    Returns the value checks (lengths, starts, continuation) for the caller's one read.
+    """
+    # Each member is read exactly once (a storage may count or compute its reads).
+    members = {name: getattr(storage, name, _MISSING) for name in _STORAGE_MEMBERS}
+    missing = [name for name, value in members.items() if value is _MISSING]
+    if missing:
+        raise ArgumentTypeError(
+            f"storage must be request storage ({', '.join(_STORAGE_MEMBERS)}), "
+            f"got {type(storage).__name__} without {missing}"
+        )
+    B = input_ids.shape[0]
+    layers = check_past(members["storage"], B, geometry, name="storage")
+    _check_not_aliased(layers)
+    lengths_B = check_metadata_tensor("cache_lengths", members["cache_lengths"], B, geometry.device)
+    starts_B = check_metadata_tensor(
+        "cache_start_positions", members["cache_start_positions"], B, geometry.device
+    )
+    checks = cache_value_checks(positions, lengths_B, starts_B, layers[0][0].shape[2], "storage")
+    return layers, lengths_B, starts_B, checks
+
+
+_STORAGE_MEMBERS = ("storage", "cache_lengths", "cache_start_positions", "append")
+_MISSING = object()
+
+
+def _check_not_aliased(layers: PastKeyValues) -> None:
+    """Serving writes every storage tensor in place: no two may share memory.
+
+    (The same tensor as a layer's key and value would let the value write overwrite
+    the key.) Conservative: views of one buffer whose byte ranges intersect count. Of
+    ranges sorted by start, any overlap shows between neighbours.
+    """
+    spans: list[tuple[int, int, str]] = []
+    for index, (key, value) in enumerate(layers):
+        for kind, tensor in (("key", key), ("value", value)):
+            last = sum(
+                (n - 1) * step for n, step in zip(tensor.shape, tensor.stride(), strict=True)
+            )
+            size = (last + 1) * tensor.element_size() if tensor.numel() else 0
+            spans.append((tensor.data_ptr(), tensor.data_ptr() + size, f"storage[{index}] {kind}"))
+    spans.sort()
+    for (_, end, where), (next_start, _, next_where) in itertools.pairwise(spans):
+        if next_start < end:
+            raise ValueError(
+                f"{next_where} shares memory with {where}: storage tensors must not alias"
+            )
 
 
 def _decode_loop(
