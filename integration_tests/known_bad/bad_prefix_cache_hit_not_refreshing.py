@@ -5,6 +5,6 @@ from gptlab_testkit.mutants import export_with, mutated_module
 VARIABLE = "PREFIX_CACHE_MODULE"
 EXPECTED_OWNER = "prefix_lru"
 
-no_refresh = ("self._entries.move_to_end(key)", "pass  # mistake: the hit keeps its LRU place")
-cache = mutated_module("prefix_cache.cache", [no_refresh], within="PrefixCache.lookup_longest")
+no_refresh = ("self._entries.move_to_end(found)", "pass  # mistake: the hit keeps its LRU place")
+cache = mutated_module("prefix_cache.cache", [no_refresh], within="PrefixCache._record")
 globals().update(export_with("prefix_cache", cache))

@@ -6,5 +6,5 @@ VARIABLE = "PREFIX_CACHE_MODULE"
 EXPECTED_OWNER = "prefix_key"
 
 raw_limit = ("range(longest, 0,", "range(limit, 0,")
-cache = mutated_module("prefix_cache.cache", [raw_limit], within="PrefixCache.lookup_longest")
+cache = mutated_module("prefix_cache.cache", [raw_limit], within="PrefixCache._longest")
 globals().update(export_with("prefix_cache", cache))

@@ -1,4 +1,5 @@
-"""Extension: bad input is a ValueError naming what is wrong, and changes nothing."""
+"""Extension: bad input is a ValueError (bad value) or TypeError (wrong kind of object)
+naming what is wrong, and changes nothing."""
 
 from __future__ import annotations
 
@@ -17,47 +18,60 @@ PROMPT = (3, 1, 4, 1, 5, 9, 2, 6)
 
 
 @pytest.mark.owner("prefix_key")
-@pytest.mark.parametrize("block_size", [0, -4, True, 2.0, "4", None])
-def test_block_size_must_be_a_positive_int(block_size):
-    with pytest.raises(ValueError, match="block_size"):
+@pytest.mark.parametrize(
+    ("block_size", "error"),
+    [
+        (0, ValueError),
+        (-4, ValueError),
+        (True, TypeError),
+        (2.0, TypeError),
+        ("4", TypeError),
+        (None, TypeError),
+    ],
+)
+def test_block_size_must_be_a_positive_int(block_size, error):
+    with pytest.raises(error, match="block_size"):
         pc.PrefixCache(block_size=block_size, max_entries=4)
 
 
 @pytest.mark.owner("prefix_lru")
-@pytest.mark.parametrize("max_entries", [0, -1, False, 3.5])
-def test_capacity_must_be_a_positive_int(max_entries):
-    with pytest.raises(ValueError, match="max_entries"):
+@pytest.mark.parametrize(
+    ("max_entries", "error"),
+    [(0, ValueError), (-1, ValueError), (False, TypeError), (3.5, TypeError)],
+)
+def test_capacity_must_be_a_positive_int(max_entries, error):
+    with pytest.raises(error, match="max_entries"):
         pc.PrefixCache(block_size=4, max_entries=max_entries)
 
 
 BAD_TOKENS = {
-    "batch of two": torch.zeros(2, 8, dtype=torch.long),
-    "flat tensor": torch.zeros(8, dtype=torch.long),
-    "three dims": torch.zeros(1, 1, 8, dtype=torch.long),
-    "float tensor": torch.zeros(1, 8),
-    "floats": [0.0] * 8,
-    "nested list": [[1, 2, 3, 4, 5, 6, 7, 8]],
-    "string": "abcdefgh",
-    "bools": [True] * 8,
-    "negative id": [1, 2, 3, -100, 5, 6, 7, 8],
-    "int": 8,
+    "batch of two": (torch.zeros(2, 8, dtype=torch.long), ValueError),
+    "flat tensor": (torch.zeros(8, dtype=torch.long), ValueError),
+    "three dims": (torch.zeros(1, 1, 8, dtype=torch.long), ValueError),
+    "float tensor": (torch.zeros(1, 8), ValueError),
+    "floats": ([0.0] * 8, TypeError),
+    "nested list": ([[1, 2, 3, 4, 5, 6, 7, 8]], TypeError),
+    "string": ("abcdefgh", TypeError),
+    "bools": ([True] * 8, TypeError),
+    "negative id": ([1, 2, 3, -100, 5, 6, 7, 8], ValueError),
+    "int": (8, TypeError),
 }
 
 
 @pytest.mark.owner("prefix_key")
-@pytest.mark.parametrize("tokens", BAD_TOKENS.values(), ids=BAD_TOKENS.keys())
-def test_store_rejects_tokens_that_are_not_one_prompt(make_past, tokens):
+@pytest.mark.parametrize(("tokens", "error"), BAD_TOKENS.values(), ids=BAD_TOKENS.keys())
+def test_store_rejects_tokens_that_are_not_one_prompt(make_past, tokens, error):
     cache = pc.PrefixCache(block_size=4, max_entries=4)
-    with pytest.raises(ValueError, match="tokens"):
+    with pytest.raises(error, match="tokens"):
         cache.store(NS, tokens, make_past(PROMPT))
     assert cache.entry_count == 0
 
 
 @pytest.mark.owner("prefix_key")
-@pytest.mark.parametrize("tokens", BAD_TOKENS.values(), ids=BAD_TOKENS.keys())
-def test_lookup_rejects_tokens_that_are_not_one_prompt(tokens):
+@pytest.mark.parametrize(("tokens", "error"), BAD_TOKENS.values(), ids=BAD_TOKENS.keys())
+def test_lookup_rejects_tokens_that_are_not_one_prompt(tokens, error):
     cache = pc.PrefixCache(block_size=4, max_entries=4)
-    with pytest.raises(ValueError, match="tokens"):
+    with pytest.raises(error, match="tokens"):
         cache.lookup_longest(NS, tokens)
 
 
@@ -73,27 +87,31 @@ def test_numpy_style_integer_ids_are_accepted(make_past):
 @pytest.mark.parametrize("namespace", [("model-a", "cache-0"), "model-a", None])
 def test_namespace_must_be_a_prefix_cache_namespace(make_past, namespace):
     cache = pc.PrefixCache(block_size=4, max_entries=4)
-    with pytest.raises(ValueError, match="namespace"):
+    with pytest.raises(TypeError, match="namespace"):
         cache.store(namespace, PROMPT, make_past(PROMPT))
-    with pytest.raises(ValueError, match="namespace"):
+    with pytest.raises(TypeError, match="namespace"):
         cache.lookup_longest(namespace, PROMPT)
 
 
 @pytest.mark.owner("prefix_key")
-@pytest.mark.parametrize("start_position", [-1, True, 1.0])
-def test_start_position_must_be_a_non_negative_int(make_past, start_position):
+@pytest.mark.parametrize(
+    ("start_position", "error"), [(-1, ValueError), (True, TypeError), (1.0, TypeError)]
+)
+def test_start_position_must_be_a_non_negative_int(make_past, start_position, error):
     cache = pc.PrefixCache(block_size=4, max_entries=4)
-    with pytest.raises(ValueError, match="start_position"):
+    with pytest.raises(error, match="start_position"):
         cache.store(NS, PROMPT, make_past(PROMPT), start_position=start_position)
-    with pytest.raises(ValueError, match="start_position"):
+    with pytest.raises(error, match="start_position"):
         cache.lookup_longest(NS, PROMPT, start_position=start_position)
 
 
 @pytest.mark.owner("prefix_key")
-@pytest.mark.parametrize("max_length", [-1, False, 4.0])
-def test_max_length_must_be_a_non_negative_int(max_length):
+@pytest.mark.parametrize(
+    ("max_length", "error"), [(-1, ValueError), (False, TypeError), (4.0, TypeError)]
+)
+def test_max_length_must_be_a_non_negative_int(max_length, error):
     cache = pc.PrefixCache(block_size=4, max_entries=4)
-    with pytest.raises(ValueError, match="max_length"):
+    with pytest.raises(error, match="max_length"):
         cache.lookup_longest(NS, PROMPT, max_length=max_length)
 
 
@@ -124,7 +142,8 @@ def test_store_rejects_malformed_past_key_values(make_past, layout):
         "not tensors": tuple((key.tolist(), value.tolist()) for key, value in past),
     }[layout]
     cache = pc.PrefixCache(block_size=4, max_entries=4)
-    with pytest.raises(ValueError, match="past_key_values"):
+    error = TypeError if layout == "not tensors" else ValueError
+    with pytest.raises(error, match="past_key_values"):
         cache.store(NS, PROMPT, malformed)
     assert cache.entry_count == 0
 
@@ -159,5 +178,5 @@ def test_runner_rejects_a_prompt_that_is_not_one_row(prompt):
 @pytest.mark.owner("prefix_runner")
 def test_runner_namespace_must_be_a_prefix_cache_namespace():
     model = next(iter(cache_aware_modules().values())).make_test_model()
-    with pytest.raises(ValueError, match="namespace"):
+    with pytest.raises(TypeError, match="namespace"):
         pc.PrefixCachedRunner(model, pc.PrefixCache(4, 4), ("model-a", "cache-0"))

@@ -23,51 +23,77 @@ class PrefixCacheNamespace:
     model_id: str
     cache_id: str
 
+    def __post_init__(self) -> None:
+        for name in ("model_id", "cache_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+            if not value:
+                raise ValueError(f"{name} must be a non-empty str")
+
 
 # (namespace, absolute start position, exact prefix tokens)
 PrefixKey = tuple[PrefixCacheNamespace, int, tuple[int, ...]]
 
 
+INT64_MAX = 2**63 - 1
+
+
 def check_namespace(namespace: object) -> PrefixCacheNamespace:
     if not isinstance(namespace, PrefixCacheNamespace):
-        raise ValueError(
-            f"namespace must be a PrefixCacheNamespace, got {type(namespace).__name__}"
-        )
+        raise TypeError(f"namespace must be a PrefixCacheNamespace, got {type(namespace).__name__}")
     return namespace
 
 
-def check_count(value: object, name: str, *, minimum: int) -> int:
-    """An int (not a bool) that is at least ``minimum``."""
+def check_count(value: object, name: str, *, minimum: int, maximum: int = INT64_MAX) -> int:
+    """An int (not a bool) in ``[minimum, maximum]``: TypeError for another kind."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 
-def token_tuple(tokens: Tensor | Sequence[int]) -> tuple[int, ...]:
-    """A ``[1, T]`` integer tensor or a flat sequence of ints, as a hashable tuple."""
+def check_start(start_position: object, token_count: int) -> int:
+    """A non-negative int whose prompt's last position still fits in int64."""
+    return check_count(
+        start_position, "start_position", minimum=0, maximum=INT64_MAX - max(token_count - 1, 0)
+    )
+
+
+def token_tuple(tokens: object, name: str = "tokens") -> tuple[int, ...]:
+    """A ``[1, T]`` integer tensor or a flat sequence of ints, as a hashable tuple.
+
+    Ids must be int64 values >= 0 (the vocabulary is the model's to check).
+    """
     if isinstance(tokens, Tensor):
         if tokens.dim() != 2 or tokens.shape[0] != 1:
-            raise ValueError(f"tokens must be a [1, T] tensor, got shape {tuple(tokens.shape)}")
+            raise ValueError(f"{name} must be a [1, T] tensor, got shape {tuple(tokens.shape)}")
         if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-            raise ValueError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
+            raise ValueError(f"{name} must hold integer ids, got dtype {tokens.dtype}")
+        if tokens.device.type == "meta":
+            raise ValueError(f"{name} is a meta tensor: it holds no ids")
         ids = [int(token) for token in tokens[0].tolist()]
     elif isinstance(tokens, Sequence) and not isinstance(tokens, str | bytes):
-        ids = [_token_id(token, index) for index, token in enumerate(tokens)]
+        ids = [_token_id(token, index, name) for index, token in enumerate(tokens)]
     else:
-        raise ValueError(
-            f"tokens must be a [1, T] tensor or a sequence of ints, got {type(tokens).__name__}"
+        raise TypeError(
+            f"{name} must be a [1, T] tensor or a sequence of ints, got {type(tokens).__name__}"
         )
-    if any(token < 0 for token in ids):
-        raise ValueError("tokens must be non-negative ids")
+    for index, token in enumerate(ids):
+        if not 0 <= token <= INT64_MAX:
+            raise ValueError(f"{name}[{index}] must be a non-negative int64 id, got {token}")
     return tuple(ids)
 
 
-def _token_id(token: object, index: int) -> int:
+def _token_id(token: object, index: int, name: str) -> int:
     if isinstance(token, bool):
-        raise ValueError(f"tokens[{index}] is a bool, not a token id")
+        raise TypeError(f"{name}[{index}] is a bool, not a token id")
     try:
         return operator.index(token)  # type: ignore[arg-type]
     except TypeError:
-        raise ValueError(f"tokens[{index}] must be an int, got {type(token).__name__}") from None
+        raise TypeError(f"{name}[{index}] must be an int, got {type(token).__name__}") from None
+    except RuntimeError as error:  # e.g. a 0-d meta tensor has no value to read
+        raise ValueError(f"{name}[{index}] has no readable id value: {error}") from None

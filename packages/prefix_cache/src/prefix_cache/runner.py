@@ -8,6 +8,11 @@ tokens, so at least one token always goes through the model and produces the
 next-token logits, even when the whole (block-aligned) prompt is cached. The
 suffix runs at its absolute positions against the reused K/V; the complete K/V
 the model returns is then published back, so the next request can reuse it.
+
+A prefill that fails changes nothing: the prompt is checked first, the cache is
+searched without counting, and the lookup is counted (hit or miss, recency,
+reused tokens) only after the model accepted the prompt and returned its cache.
+The model is the one that knows its vocabulary and context length.
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ from torch import Tensor
 
 from cache_aware_lm import CacheAwareModel
 
-from .cache import PastKeyValues, PrefixCache
-from .keys import PrefixCacheNamespace, check_namespace
+from .cache import PastKeyValues, PrefixCache, check_past
+from .keys import INT64_MAX, PrefixCacheNamespace, check_count, check_namespace
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,8 @@ class PrefixPrefillOutput:
 
 def reuse_cap(prompt_length: int, block_size: int) -> int:
     """The most tokens a prefill may reuse: B * floor((T - 1) / B)."""
+    check_count(prompt_length, "prompt_length", minimum=1)
+    check_count(block_size, "block_size", minimum=1)
     return block_size * ((prompt_length - 1) // block_size)
 
 
@@ -44,6 +51,10 @@ class PrefixCachedRunner:
     """Batch-1 prefill through a cache-aware model, sharing prefixes via a PrefixCache."""
 
     def __init__(self, model: CacheAwareModel, cache: PrefixCache, namespace: PrefixCacheNamespace):
+        if not callable(model):
+            raise TypeError(f"model must be callable, got {type(model).__name__}")
+        if not isinstance(cache, PrefixCache):
+            raise TypeError(f"cache must be a PrefixCache, got {type(cache).__name__}")
         self.model = model
         self.cache = cache
         self.namespace = check_namespace(namespace)
@@ -55,14 +66,15 @@ class PrefixCachedRunner:
     @torch.no_grad()
     def prefill(self, input_ids: Tensor, positions: Tensor) -> PrefixPrefillOutput:
         """``input_ids`` and ``positions`` are ``[1, T]`` long; positions are absolute."""
-        _check_prompt(input_ids, positions)
+        start = _check_prompt(input_ids, positions)
         T = input_ids.shape[1]
-        start = int(positions[0, 0])
         tokens = tuple(int(token) for token in input_ids[0].tolist())
 
-        match = self.cache.lookup_longest(
+        # Search without counting: a prompt the model rejects must leave no trace.
+        found = self.cache._longest(
             self.namespace, tokens, start, max_length=self.max_reused_tokens(T)
         )
+        match = self.cache._match(found)
         if match is None:
             reused = 0
             output = self.model(input_ids, positions, use_cache=True)
@@ -84,6 +96,8 @@ class PrefixCachedRunner:
         )
         if past is None or lengths is None or starts is None:
             raise ValueError("the model returned no cache although use_cache=True was passed")
+        check_past(past, T)  # before anything is counted, so `store` below cannot fail
+        self.cache._record(found)
         self.cache.store(self.namespace, tokens, past, start)
         return PrefixPrefillOutput(
             logits=output.logits,
@@ -95,15 +109,37 @@ class PrefixCachedRunner:
         )
 
 
-def _check_prompt(input_ids: Tensor, positions: Tensor) -> None:
+def _check_prompt(input_ids: object, positions: object) -> int:
+    """One ``[1, T]`` long prompt at consecutive non-negative positions; returns the start.
+
+    Every column is checked (not only the ends), in Python ints so nothing wraps
+    around int64. Two host syncs, once per prefill.
+    """
     for name, tensor in (("input_ids", input_ids), ("positions", positions)):
-        if not isinstance(tensor, Tensor) or tensor.dim() != 2 or tensor.shape[0] != 1:
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{name} must be a tensor, got {type(tensor).__name__}")
+        if tensor.dim() != 2 or tensor.shape[0] != 1:
             raise ValueError(f"{name} must be a [1, T] tensor (the runner prefills one prompt)")
         if tensor.dtype != torch.long:
             raise ValueError(f"{name} must be torch.long, got {tensor.dtype}")
-    if input_ids.shape[1] == 0:
+        if tensor.device.type == "meta":
+            raise ValueError(f"{name} is a meta tensor: it holds no values")
+    assert isinstance(input_ids, Tensor) and isinstance(positions, Tensor)
+    T = input_ids.shape[1]
+    if T == 0:
         raise ValueError("input_ids must hold at least one token")
     if positions.shape != input_ids.shape:
         raise ValueError(
             f"positions {tuple(positions.shape)} must match input_ids {tuple(input_ids.shape)}"
         )
+    if positions.device != input_ids.device:
+        raise ValueError(f"positions are on {positions.device}, input_ids on {input_ids.device}")
+    start, lowest_id = torch.stack((positions[0, 0], input_ids.min())).tolist()
+    if lowest_id < 0:
+        raise ValueError(f"input_ids must be non-negative token ids, got {lowest_id}")
+    if not 0 <= start <= INT64_MAX - (T - 1):
+        raise ValueError(f"positions must start in [0, 2**63 - T], got {start}")
+    expected = torch.arange(start, start + T, device=positions.device)
+    if not torch.equal(positions[0], expected):
+        raise ValueError(f"positions must be consecutive from {start}, got {positions[0].tolist()}")
+    return int(start)
