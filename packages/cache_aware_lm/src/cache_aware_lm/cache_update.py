@@ -18,6 +18,8 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from tinygpt import ArgumentTypeError
+
 from .output import LayerKV, PastKeyValues
 
 
@@ -43,6 +45,9 @@ class FunctionalCacheWriter:
     """
 
     def __init__(self, past: PastKeyValues | None, cache_lengths: Tensor, new_tokens: int) -> None:
+        check_writer_arguments(
+            past, "past", cache_lengths, "cache_lengths", new_tokens, "new_tokens"
+        )
         device = cache_lengths.device
         self._past = past
         self._storage_length = int((cache_lengths + new_tokens).max())
@@ -73,3 +78,43 @@ class FunctionalCacheWriter:
             out[:, :, : self._past_slots] = torch.where(self._past_valid, kept, 0.0)
         index = self._write_slots[:, None, :, None].expand(B, H, T, D)
         return out.scatter(2, index, new)
+
+
+def check_writer_arguments(
+    layers: object, layers_name: str, rows: object, rows_name: str, count: object, count_name: str
+) -> None:
+    """A writer's arguments by kind and shape (no device reads: writers are built per step).
+
+    ``layers``: None or a sequence of (key, value) 4-d tensors of one batch B; ``rows``:
+    a long tensor with B rows on their device; ``count``: a positive int.
+    """
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ArgumentTypeError(f"{count_name} must be an int, got {count!r}")
+    if count < 1:
+        raise ValueError(f"{count_name} must be >= 1, got {count}")
+    if not isinstance(rows, Tensor):
+        raise ArgumentTypeError(f"{rows_name} must be a long Tensor, got {type(rows).__name__}")
+    if rows.dtype != torch.long or rows.dim() < 1:
+        raise ValueError(
+            f"{rows_name} must be a long tensor [B, ...], got {rows.dtype} {tuple(rows.shape)}"
+        )
+    if layers is None:
+        return
+    if not isinstance(layers, tuple | list) or not layers:
+        raise ArgumentTypeError(f"{layers_name} must be a sequence of (key, value) pairs")
+    for index, pair in enumerate(layers):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise ArgumentTypeError(f"{layers_name}[{index}] must be a (key, value) pair")
+        for kind, tensor in zip(("key", "value"), pair, strict=True):
+            if not isinstance(tensor, Tensor):
+                raise ArgumentTypeError(f"{layers_name}[{index}] {kind} must be a Tensor")
+            if tensor.dim() != 4 or tensor.shape[0] != rows.shape[0]:
+                raise ValueError(
+                    f"{layers_name}[{index}] {kind} must be [B={rows.shape[0]}, H_kv, S, D], "
+                    f"got {tuple(tensor.shape)}"
+                )
+            if tensor.device != rows.device:
+                raise ValueError(
+                    f"{layers_name}[{index}] {kind} is on {tensor.device}, "
+                    f"{rows_name} on {rows.device}"
+                )

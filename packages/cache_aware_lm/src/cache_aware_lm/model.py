@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from tinygpt import GPTConfig
+from tinygpt import ArgumentTypeError, GPTConfig
 
 from .attention import AttentionKernel, grouped_query_attention, merge_heads, split_heads
 from .cache_update import CacheWriter
@@ -93,8 +93,17 @@ class CacheAwareCausalLM(CacheAwareDecoder):
 
     def __init__(self, config: GPTConfig) -> None:
         super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise ArgumentTypeError(
+                f"config must be a tinygpt.GPTConfig, got {type(config).__name__}"
+            )
         if config.dropout != 0.0:
             raise ValueError(f"CacheAwareCausalLM has no dropout; got dropout={config.dropout}")
+        if config.gelu_approximate != "none":
+            raise ValueError(
+                "CacheAwareCausalLM runs the exact GELU, got "
+                f"gelu_approximate={config.gelu_approximate!r}"
+            )
         self.config = config
         self.n_kv_heads = config.n_heads  # every head keeps its own K/V
         self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)

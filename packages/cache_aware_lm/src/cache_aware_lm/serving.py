@@ -31,7 +31,7 @@ from torch import Tensor, nn
 from tinygpt import ArgumentTypeError
 
 from .attention import AttentionKernel, folded_grouped_query_attention, grouped_query_attention
-from .cache_update import CacheWriter
+from .cache_update import CacheWriter, check_writer_arguments
 from .generation import GenerativeModel, generation_request_checks, model_geometry
 from .output import LayerKV, PastKeyValues
 from .validation import (
@@ -90,6 +90,18 @@ class InPlaceCacheWriter:
     """
 
     def __init__(self, storage: PastKeyValues, slots_BT: Tensor, attend_length: int) -> None:
+        # Kinds and shapes only: the slot values are the caller's (serve_generate checks a
+        # request once), since reading them back here would cost a device sync per step.
+        if storage is None:
+            raise ArgumentTypeError("storage must be a sequence of (key, value) pairs, got None")
+        check_writer_arguments(
+            storage, "storage", slots_BT, "slots_BT", attend_length, "attend_length"
+        )
+        if slots_BT.dim() != 2 or attend_length > storage[0][0].shape[2]:
+            raise ValueError(
+                f"slots_BT must be [B, T] and attend_length <= the capacity "
+                f"{storage[0][0].shape[2]}, got {tuple(slots_BT.shape)} and {attend_length}"
+            )
         self._storage = storage
         self._slots_BT = slots_BT
         self._attend_length = attend_length

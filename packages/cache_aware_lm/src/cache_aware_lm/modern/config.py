@@ -5,7 +5,31 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tinygpt import GPTConfig
+from tinygpt import ArgumentTypeError, GPTConfig
+
+_LARGEST_FLOAT32 = 3.4028234663852886e38
+# In float32 a smaller epsilon rounds to zero (rsqrt(0) of a zero row is inf), and a
+# rotary base below 1 makes frequencies so high that angles overflow to inf.
+_FLOAT_MINIMUMS = {"rms_norm_eps": 1.1754943508222875e-38, "rope_theta": 1.0}
+
+
+def check_float(name: str, value: object) -> float:
+    """``rms_norm_eps`` or ``rope_theta``: a real number, finite in float32, above its minimum."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArgumentTypeError(f"{name} must be a float, got {value!r}")
+    minimum = _FLOAT_MINIMUMS[name]
+    if (isinstance(value, float) and math.isnan(value)) or not minimum <= value <= _LARGEST_FLOAT32:
+        raise ValueError(f"{name} must lie in [{minimum:.3g}, 3.4e38], got {value}")
+    return float(value)
+
+
+def check_size(name: str, value: object) -> int:
+    """A positive int (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an int, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -38,21 +62,15 @@ class ModernConfig:
             self.n_heads,
             self.d_ff,
         )
-        kv_heads = self.n_kv_heads
-        if isinstance(kv_heads, bool) or not isinstance(kv_heads, int) or kv_heads <= 0:
-            raise ValueError(f"n_kv_heads must be a positive int, got {kv_heads!r}")
+        check_size("n_kv_heads", self.n_kv_heads)
         if self.n_heads % self.n_kv_heads != 0:
             raise ValueError(
                 f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({self.n_kv_heads})"
             )
         if self.head_dim % 2 != 0:
             raise ValueError(f"rotary embeddings need an even head_dim, got {self.head_dim}")
-        for name in ("rms_norm_eps", "rope_theta"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{name} must be a float, got {value!r}")
-            if not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be finite and positive, got {value}")
+        check_float("rms_norm_eps", self.rms_norm_eps)
+        check_float("rope_theta", self.rope_theta)
 
     @property
     def head_dim(self) -> int:
@@ -64,4 +82,4 @@ class ModernConfig:
         return self.n_heads // self.n_kv_heads
 
 
-__all__ = ["ModernConfig"]
+__all__ = ["ModernConfig", "check_float", "check_size"]

@@ -6,11 +6,18 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional
 
+from tinygpt import ArgumentTypeError
+
 from ..attention import AttentionKernel, grouped_query_attention, merge_heads, split_heads
 from ..cache_update import CacheWriter
 from ..output import LayerKV
-from .config import ModernConfig
+from .config import ModernConfig, check_float, check_size
 from .rotary import apply_rotary
+
+
+def check_config(config: object) -> None:
+    if not isinstance(config, ModernConfig):
+        raise ArgumentTypeError(f"config must be a ModernConfig, got {type(config).__name__}")
 
 
 class RMSNorm(nn.Module):
@@ -18,7 +25,8 @@ class RMSNorm(nn.Module):
 
     def __init__(self, dim: int, eps: float) -> None:
         super().__init__()
-        self.eps = eps
+        check_size("dim", dim)
+        self.eps = check_float("rms_norm_eps", eps)
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: Tensor) -> Tensor:
@@ -32,6 +40,7 @@ class SwiGLU(nn.Module):
 
     def __init__(self, config: ModernConfig) -> None:
         super().__init__()
+        check_config(config)
         self.gate_proj = nn.Linear(config.d_model, config.d_ff, bias=False)
         self.up_proj = nn.Linear(config.d_model, config.d_ff, bias=False)
         self.down_proj = nn.Linear(config.d_ff, config.d_model, bias=False)
@@ -50,6 +59,7 @@ class GroupedQueryAttention(nn.Module):
 
     def __init__(self, config: ModernConfig) -> None:
         super().__init__()
+        check_config(config)
         self.n_heads = config.n_heads
         self.n_kv_heads = config.n_kv_heads
         kv_width = config.n_kv_heads * config.head_dim
@@ -85,6 +95,7 @@ class ModernBlock(nn.Module):
 
     def __init__(self, config: ModernConfig) -> None:
         super().__init__()
+        check_config(config)
         self.attention_norm = RMSNorm(config.d_model, config.rms_norm_eps)
         self.attention = GroupedQueryAttention(config)
         self.mlp_norm = RMSNorm(config.d_model, config.rms_norm_eps)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from tinygpt import ArgumentTypeError
+
 from ..decoder import CacheAwareDecoder
 from .config import ModernConfig
 from .layers import ModernBlock, RMSNorm
@@ -25,6 +27,8 @@ class ModernCacheAwareLM(CacheAwareDecoder):
 
     def __init__(self, config: ModernConfig) -> None:
         super().__init__()
+        if not isinstance(config, ModernConfig):
+            raise ArgumentTypeError(f"config must be a ModernConfig, got {type(config).__name__}")
         self.config = config
         self.n_kv_heads = config.n_kv_heads
         self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
