@@ -12,18 +12,24 @@ checkpoint maps onto it by renaming alone:
 
 Supported Llama configs: default rope (no scaling), ``silu``, no attention or
 MLP bias, ``head_dim == hidden_size / num_attention_heads``; anything else is a
-ValueError rather than a silently different model.
+ValueError rather than a silently different model. State dicts are checked whole
+before anything is converted: every key present once, layers numbered 0..n-1, every
+tensor floating-point and shaped as the embedding and the first layer (or, given,
+the config) say; the error names the key.
 
-    model = ModernCacheAwareLM(config_from_llama(hf_model.config))
-    model.load_state_dict(from_llama_state_dict(hf_model.state_dict()))
+    config = config_from_llama(hf_model.config)
+    model = ModernCacheAwareLM(config)
+    model.load_state_dict(from_llama_state_dict(hf_model.state_dict(), config))
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from torch import Tensor
+
+from tinygpt import ArgumentTypeError
 
 from .config import ModernConfig
 
@@ -44,6 +50,12 @@ _TOP_NAMES = {
     "final_norm.weight": "model.norm.weight",
     "lm_head.weight": "lm_head.weight",
 }
+# ModernConfig's field names for LlamaConfig's, for error messages.
+_LLAMA_NAMES = (
+    "d_model=hidden_size, n_layers=num_hidden_layers, n_heads=num_attention_heads, "
+    "n_kv_heads=num_key_value_heads, d_ff=intermediate_size, "
+    "context_length=max_position_embeddings"
+)
 _OURS_LAYER = re.compile(r"blocks\.(\d+)\.(.+)")
 _LLAMA_LAYER = re.compile(r"model\.layers\.(\d+)\.(.+)")
 _LLAMA_BUFFER = re.compile(r"(model\.)?(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq")
@@ -51,6 +63,8 @@ _LLAMA_BUFFER = re.compile(r"(model\.)?(layers\.\d+\.self_attn\.)?rotary_emb\.in
 
 def llama_config_kwargs(config: ModernConfig) -> dict[str, object]:
     """Keyword arguments for ``transformers.LlamaConfig`` describing the same model."""
+    if not isinstance(config, ModernConfig):
+        raise ArgumentTypeError(f"config must be a ModernConfig, got {type(config).__name__}")
     return {
         "vocab_size": config.vocab_size,
         "hidden_size": config.d_model,
@@ -72,7 +86,7 @@ def config_from_llama(llama_config: object) -> ModernConfig:
     """The ``ModernConfig`` of a ``LlamaConfig`` (transformers 4.44+ or 5.x), or ValueError."""
     hidden, heads = _int(llama_config, "hidden_size"), _int(llama_config, "num_attention_heads")
     head_dim = getattr(llama_config, "head_dim", None)
-    if head_dim is not None and head_dim * heads != hidden:
+    if head_dim is not None and (not isinstance(head_dim, int) or head_dim * heads != hidden):
         raise ValueError(f"head_dim {head_dim} != hidden_size / num_attention_heads is unsupported")
     activation = getattr(llama_config, "hidden_act", None)
     if activation != "silu":
@@ -80,27 +94,37 @@ def config_from_llama(llama_config: object) -> ModernConfig:
     for flag in ("attention_bias", "mlp_bias"):
         if getattr(llama_config, flag, False):
             raise ValueError(f"{flag}=True is unsupported: the modern variant has no biases")
-    kv_heads = getattr(llama_config, "num_key_value_heads", None)
-    return ModernConfig(
-        vocab_size=_int(llama_config, "vocab_size"),
-        context_length=_int(llama_config, "max_position_embeddings"),
-        d_model=hidden,
-        n_layers=_int(llama_config, "num_hidden_layers"),
-        n_heads=heads,
-        n_kv_heads=heads if kv_heads is None else int(kv_heads),
-        d_ff=_int(llama_config, "intermediate_size"),
-        rms_norm_eps=float(getattr(llama_config, "rms_norm_eps", 1e-6)),
-        rope_theta=_rope_theta(llama_config),
-    )
+    has_kv_heads = getattr(llama_config, "num_key_value_heads", None) is not None
+    try:
+        return ModernConfig(
+            vocab_size=_int(llama_config, "vocab_size"),
+            context_length=_int(llama_config, "max_position_embeddings"),
+            d_model=hidden,
+            n_layers=_int(llama_config, "num_hidden_layers"),
+            n_heads=heads,
+            n_kv_heads=_int(llama_config, "num_key_value_heads") if has_kv_heads else heads,
+            d_ff=_int(llama_config, "intermediate_size"),
+            rms_norm_eps=getattr(llama_config, "rms_norm_eps", 1e-6),
+            rope_theta=_rope_theta(llama_config),
+        )
+    except ValueError as error:  # ModernConfig names its own fields: say which Llama ones
+        raise type(error)(
+            f"llama_config does not fit a ModernConfig ({_LLAMA_NAMES}): {error}"
+        ) from error
 
 
-def from_llama_state_dict(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+def from_llama_state_dict(
+    state_dict: Mapping[str, Tensor], config: ModernConfig | None = None
+) -> dict[str, Tensor]:
     """A ``ModernCacheAwareLM`` state dict from a ``LlamaForCausalLM`` one (tensors shared).
 
     Rotary ``inv_freq`` buffers are dropped (recomputed from the config); a missing
-    ``lm_head.weight`` (tied checkpoint) becomes the embedding; any other unknown
-    name is a ValueError.
+    ``lm_head.weight`` (tied checkpoint) becomes the embedding. ValueError naming the
+    key for an unknown or missing name, a layer index out of order, a non-float tensor
+    or a shape that disagrees with the embedding and layer 0 (with ``config``: with
+    the config, layer count included); TypeError for a non-tensor.
     """
+    _check_tensors(state_dict, "state_dict")
     ours: dict[str, Tensor] = {}
     to_ours_top = {llama: own for own, llama in _TOP_NAMES.items()}
     to_ours_layer = {llama: own for own, llama in _LAYER_NAMES.items()}
@@ -117,27 +141,139 @@ def from_llama_state_dict(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]
     if "token_embedding.weight" not in ours:
         raise ValueError("the Llama state dict has no model.embed_tokens.weight")
     ours.setdefault("lm_head.weight", ours["token_embedding.weight"].clone())
+    _check_model_state(ours, config, _llama_name)
     return ours
 
 
-def to_llama_state_dict(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A ``LlamaForCausalLM`` state dict (untied head) from a ``ModernCacheAwareLM`` one."""
+def to_llama_state_dict(
+    state_dict: Mapping[str, Tensor], config: ModernConfig | None = None
+) -> dict[str, Tensor]:
+    """A ``LlamaForCausalLM`` state dict (untied head) from a ``ModernCacheAwareLM`` one.
+
+    Checked as ``from_llama_state_dict`` checks, with this model's names in the errors.
+    """
+    _check_tensors(state_dict, "state_dict")
+    for name in state_dict:
+        layer = _OURS_LAYER.fullmatch(name)
+        if name not in _TOP_NAMES and not (layer and layer.group(2) in _LAYER_NAMES):
+            raise ValueError(f"unexpected ModernCacheAwareLM state-dict entry {name!r}")
+    _check_model_state(state_dict, config, lambda name: name)
     llama: dict[str, Tensor] = {}
     for name, tensor in state_dict.items():
         layer = _OURS_LAYER.fullmatch(name)
-        if name in _TOP_NAMES:
-            llama[_TOP_NAMES[name]] = tensor
-        elif layer and layer.group(2) in _LAYER_NAMES:
+        if layer:
             llama[f"model.layers.{layer.group(1)}.{_LAYER_NAMES[layer.group(2)]}"] = tensor
         else:
-            raise ValueError(f"unexpected ModernCacheAwareLM state-dict entry {name!r}")
+            llama[_TOP_NAMES[name]] = tensor
     return llama
+
+
+def _check_tensors(state_dict: object, what: str) -> None:
+    if not isinstance(state_dict, Mapping):
+        raise ArgumentTypeError(
+            f"{what} must be a mapping of names to tensors, got {type(state_dict).__name__}"
+        )
+    for name, value in state_dict.items():
+        if not isinstance(name, str) or not isinstance(value, Tensor):
+            raise ArgumentTypeError(
+                f"{what} must map str names to Tensors, got {name!r}: {type(value).__name__}"
+            )
+        if not value.is_floating_point():
+            raise ValueError(f"{what}[{name!r}] must be a floating-point weight, got {value.dtype}")
+
+
+def _check_model_state(
+    ours: Mapping[str, Tensor], config: ModernConfig | None, shown: Callable[[str], str]
+) -> None:
+    """Every expected name present with its shape; ``shown`` maps a name for the message."""
+    if config is not None and not isinstance(config, ModernConfig):
+        raise ArgumentTypeError(
+            f"config must be a ModernConfig or None, got {type(config).__name__}"
+        )
+    n_layers = _layer_count(ours, shown)
+    if config is not None and n_layers != config.n_layers:
+        raise ValueError(
+            f"the state dict has {n_layers} layers, config.n_layers is {config.n_layers} "
+            f"(last layer key: {shown(f'blocks.{n_layers - 1}.attention.q_proj.weight')!r})"
+        )
+    expected = _expected_shapes(ours, config, n_layers, shown)
+    for name, shape in expected.items():
+        if name not in ours:
+            raise ValueError(f"the state dict has no {shown(name)!r}")
+        if tuple(ours[name].shape) != shape:
+            raise ValueError(
+                f"{shown(name)!r} has shape {tuple(ours[name].shape)}, expected {shape}"
+            )
+
+
+def _layer_count(ours: Mapping[str, Tensor], shown: Callable[[str], str]) -> int:
+    """Layers the names cover, numbered 0..n-1 (an absurd index is named, never enumerated)."""
+    first_name: dict[int, str] = {}
+    for name in ours:
+        if layer := _OURS_LAYER.fullmatch(name):
+            first_name.setdefault(int(layer.group(1)), name)
+    for index in sorted(first_name):
+        if index >= len(first_name):
+            raise ValueError(
+                f"{shown(first_name[index])!r}: layer {index} of only {len(first_name)} layers "
+                f"(indices must run 0..{len(first_name) - 1})"
+            )
+    if not first_name:
+        raise ValueError("the state dict has no decoder layers")
+    return len(first_name)
+
+
+def _expected_shapes(
+    ours: Mapping[str, Tensor],
+    config: ModernConfig | None,
+    n_layers: int,
+    shown: Callable[[str], str],
+) -> dict[str, tuple[int, ...]]:
+    """Every name's shape, sized by the config or else by the embedding and layer 0."""
+    if config is not None:
+        V, C, F = config.vocab_size, config.d_model, config.d_ff
+        kv = config.n_kv_heads * config.head_dim
+    else:
+        sizing = (
+            "token_embedding.weight",
+            "blocks.0.attention.k_proj.weight",
+            "blocks.0.mlp.gate_proj.weight",
+        )
+        for name in sizing:
+            if name not in ours:
+                raise ValueError(f"the state dict has no {shown(name)!r}")
+            if ours[name].dim() != 2:
+                raise ValueError(f"{shown(name)!r} must be 2-d, got {tuple(ours[name].shape)}")
+        (V, C), kv, F = ours[sizing[0]].shape, ours[sizing[1]].shape[0], ours[sizing[2]].shape[0]
+    per_layer = {
+        "attention.q_proj.weight": (C, C),
+        "attention.k_proj.weight": (kv, C),
+        "attention.v_proj.weight": (kv, C),
+        "attention.out_proj.weight": (C, C),
+        "attention_norm.weight": (C,),
+        "mlp_norm.weight": (C,),
+        "mlp.gate_proj.weight": (F, C),
+        "mlp.up_proj.weight": (F, C),
+        "mlp.down_proj.weight": (C, F),
+    }
+    assert per_layer.keys() == _LAYER_NAMES.keys()
+    shapes = {"token_embedding.weight": (V, C), "final_norm.weight": (C,), "lm_head.weight": (V, C)}
+    for i in range(n_layers):
+        shapes.update({f"blocks.{i}.{name}": shape for name, shape in per_layer.items()})
+    return shapes
+
+
+def _llama_name(ours: str) -> str:
+    """Our state-dict name -> the Llama name it came from (for error messages)."""
+    if layer := _OURS_LAYER.fullmatch(ours):
+        return f"model.layers.{layer.group(1)}.{_LAYER_NAMES[layer.group(2)]}"
+    return _TOP_NAMES[ours]
 
 
 def _int(config: object, name: str) -> int:
     value = getattr(config, name, None)
-    if not isinstance(value, int):
-        raise ValueError(f"the Llama config's {name} must be an int, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"the Llama config's {name} must be an int, got {value!r}")
     return value
 
 
@@ -150,13 +286,16 @@ def _rope_theta(llama_config: object) -> float:
     parameters = getattr(llama_config, "rope_parameters", None)
     if not isinstance(parameters, Mapping):
         parameters = getattr(llama_config, "rope_scaling", None) or {}
-    assert isinstance(parameters, Mapping)
+    if not isinstance(parameters, Mapping):
+        raise ArgumentTypeError(f"rope_scaling must be a dict or None, got {parameters!r}")
     rope_type = parameters.get("rope_type", parameters.get("type", "default"))
     if rope_type != "default":
         raise ValueError(f"rope type {rope_type!r} is unsupported (only the default rope)")
     theta = parameters.get("rope_theta", getattr(llama_config, "rope_theta", None))
     if theta is None:
         raise ValueError("the Llama config has no rope_theta")
+    if isinstance(theta, bool) or not isinstance(theta, int | float):
+        raise ArgumentTypeError(f"rope_theta must be a float, got {theta!r}")
     return float(theta)
 
 
