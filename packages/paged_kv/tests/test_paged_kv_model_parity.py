@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, candidate, test_device
+from gptlab_testkit import ATOL, RTOL, assert_close, candidate, test_device
 from gptlab_testkit.kv_storage import new_token_kv
 from gptlab_testkit.models import cache_aware_modules
 
@@ -74,8 +74,9 @@ class Served:
         self.cache.append(ids, input_ids, positions, new_token_kv(out.past_key_values, old, T))
         for row, rid in enumerate(ids):
             self.tokens[rid].extend(rows[rid])
-            full = self.oracle(rid)
-            assert_close(out.logits[row], full[0, old[row] :], f"{rid} logits")
+            got, want = out.logits[row], self.oracle(rid)[0, old[row] :]
+            if not torch.allclose(got, want, atol=ATOL, rtol=RTOL):  # the cheap check first
+                assert_close(got, want, f"{rid} logits")
 
     def oracle(self, rid: str) -> torch.Tensor:
         tokens, start = self.tokens[rid], self.starts[rid]
@@ -122,7 +123,7 @@ def test_forked_requests_diverge_without_touching_each_other(model):
     served.step({"a": [15]})
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(data=st.data())
 def test_any_interleaving_of_requests_sharing_the_pool_matches_full_recomputation(model, data):
     served = Served(model)
