@@ -83,10 +83,10 @@ def long(rows: list[list[int]]) -> torch.Tensor:
 
 # "a" holds 6 tokens from start 1: its next position is 7.
 BAD_APPENDS: dict[str, tuple[Callable[[], tuple], str]] = {
-    "unknown request": (lambda: (["zzz"], long([[1]]), long([[7]]), kv(1)), "request"),
+    "unknown request": (lambda: (["zzz"], long([[1]]), long([[7]]), kv(1)), "request_id"),
     "repeated request": (
         lambda: (["a", "a"], long([[1], [1]]), long([[7], [7]]), kv(1, 2)),
-        "distinct",
+        "request_ids",
     ),
     "float token ids": (lambda: (["a"], long([[1]]).float(), long([[7]]), kv(1)), "token_ids"),
     "token ids of another row count": (
@@ -100,7 +100,10 @@ BAD_APPENDS: dict[str, tuple[Callable[[], tuple], str]] = {
         lambda: (["a"], long([[1]]), long([[7, 8]]), kv(1)),
         "positions",
     ),
-    "too few layers": (lambda: (["a"], long([[1]]), long([[7]]), kv(1, layers=1)), "layer"),
+    "too few layers": (
+        lambda: (["a"], long([[1]]), long([[7]]), kv(1, layers=1)),
+        "past_key_values",
+    ),
     "wrong head count": (
         lambda: (["a"], long([[1]]), long([[7]]), kv(1, heads=3)),
         "past_key_values",
