@@ -22,6 +22,7 @@ ROOT = Path(__file__).parent
 PACKAGES_DIR = ROOT / "packages"
 TORCH_REQUIREMENT = "torch==2.13.0"
 TORCH_SITE = ROOT / ".nox" / "_torch"
+INDUCTOR_CACHE = ROOT / ".cache" / "inductor"  # compiled kernels, autotune results
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_existing_virtualenvs = True
@@ -172,6 +173,19 @@ def interop(session: nox.Session) -> None:
         str(PACKAGES_DIR / "tinygpt" / "tests" / "test_tinygpt_hf_interop.py"),
         str(PACKAGES_DIR / "cache_aware_lm" / "tests" / "test_cache_aware_lm_llama_interop.py"),
         *session.posargs,
+    )
+
+
+@nox.session
+def compiled(session: nox.Session) -> None:
+    """The compiled decode path (inductor, freezing) against its references, tiny models."""
+    install_packages(session, "cache_aware_lm")
+    session.run(
+        "pytest",
+        str(PACKAGES_DIR / "cache_aware_lm" / "tests" / "test_cache_aware_lm_compiled.py"),
+        *session.posargs,
+        # The inductor cache in a known place: a second run compiles warm.
+        env={"GPTLAB_COMPILED_TESTS": "1", "TORCHINDUCTOR_CACHE_DIR": str(INDUCTOR_CACHE)},
     )
 
 

@@ -9,6 +9,7 @@ path: the same greedy tokens, with K/V written in place into request storage.
 
 from .attention import AttentionKernel, folded_grouped_query_attention, grouped_query_attention
 from .cache_update import CacheWriter, FunctionalCacheWriter
+from .compiled import CompiledDecoder, use_inductor_cache
 from .factories import make_eos_test_model, make_test_model
 from .generation import greedy_generate
 from .masking import absolute_position_mask
@@ -26,6 +27,7 @@ __all__ = [
     "CacheAwareOutputLike",
     "CacheState",
     "CacheWriter",
+    "CompiledDecoder",
     "FunctionalCacheWriter",
     "InPlaceCacheWriter",
     "LayerKV",
@@ -40,5 +42,6 @@ __all__ = [
     "make_eos_test_model",
     "make_test_model",
     "serve_generate",
+    "use_inductor_cache",
     "validate_forward_inputs",
 ]
