@@ -39,6 +39,19 @@ class PrefixPrefillOutput:
     cache_lengths: Tensor  # [1] long, == T
     cache_start_positions: Tensor  # [1] long, == positions[0, 0]
 
+    def __post_init__(self) -> None:
+        for name in ("logits", "cache_lengths", "cache_start_positions"):
+            value = getattr(self, name)
+            if not isinstance(value, Tensor):
+                raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
+        check_count(self.logit_start, "logit_start", minimum=0)
+        check_count(self.reused_tokens, "reused_tokens", minimum=0)
+        if self.logit_start != self.reused_tokens:
+            raise ValueError(
+                f"logit_start ({self.logit_start}) must equal reused_tokens ({self.reused_tokens})"
+            )
+        check_past(self.past_key_values, self.reused_tokens)
+
 
 def reuse_cap(prompt_length: int, block_size: int) -> int:
     """The most tokens a prefill may reuse: B * floor((T - 1) / B)."""
