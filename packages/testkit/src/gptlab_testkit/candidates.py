@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -168,8 +169,35 @@ def load_candidate(variable: str) -> ModuleType:
 collection_errors: list[str] = []
 
 
+# Test file -> the variables it (or a helper it called) loaded: which candidates a
+# test exercises, so a hanging or crashing candidate can be stopped across suites.
+variables_used: dict[str, set[str]] = {}
+
+
+def _record_use(variable: str) -> None:
+    frame = sys._getframe(2)
+    here = str(Path(__file__).parent)
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is not None:
+        variables_used.setdefault(frame.f_code.co_filename, set()).add(variable)
+
+
+def variables_of(test_file: Path) -> tuple[str, ...]:
+    """Variables loaded by a test file or by a conftest.py in one of its folders."""
+    found: set[str] = set()
+    for filename, variables in variables_used.items():
+        path = Path(filename)
+        if path == test_file or (
+            path.name == "conftest.py" and test_file.is_relative_to(path.parent)
+        ):
+            found |= variables
+    return tuple(sorted(found))
+
+
 def candidate(variable: str) -> ModuleType:
     """The test-facing loader: a broken candidate ends the pytest session with one line."""
+    _record_use(variable)
     try:
         return load_candidate(variable)
     except CandidateError as error:

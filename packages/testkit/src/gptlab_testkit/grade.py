@@ -7,17 +7,43 @@
 
 Prints which module is graded for every variable, then the contract suites'
 scorecard (per package, per tier for tinygpt), then each failure's owner and
-repair target. Exit status is pytest's.
+repair target. Exit status is pytest's (non-zero when anything failed).
+
+The candidate's code runs with your rights. Each test runs in a pytest-xdist
+worker from a scratch working directory, under a per-test time limit and a memory
+limit; a test that hangs, exits its process, aborts or crashes fails and is routed
+like any other, and the rest of the suite still runs.
+
+Options (before any `--`):
+  --timeout SECONDS     per-test time limit (default 60)
+  --memory-limit MIB    address-space limit of each test process (default 4096; 0: none)
+  --workers N           test processes side by side (default: CPU count, at most 4)
+  --json PATH           every test as JSON: package, tiers, owner, kind, outcome,
+                        duration, one-line reason (the scorecard is computed from it)
+  --junitxml PATH       pytest's JUnit XML
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from pathlib import Path
 
 from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments
-from .reporting import module_lines
+from .reporting import graded_modules, module_lines
+from .results import write_report
 from .suites import run_pytest, suite_paths
+
+# The slowest honest contract test takes a few seconds on a 2-core machine; the limit
+# leaves a wide margin for slower or busier machines.
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_MIB = 4096
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
 
 USAGE = __doc__ or ""
 
@@ -78,6 +104,37 @@ def parse_assignments(arguments: list[str]) -> dict[str, str]:
     return assignments
 
 
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="grade", description=USAGE.split("\n\n")[0], add_help=False
+    )
+    parser.add_argument("candidates", nargs="*")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
+    parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_MIB)
+    parser.add_argument("--workers", type=int, default=default_workers())
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--junitxml", type=Path)
+    options = parser.parse_args(argv)
+    if options.timeout <= 0:
+        raise UsageError(f"--timeout must be > 0 seconds, got {options.timeout:g}")
+    if options.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {options.workers}")
+    if options.memory_limit < 0:
+        raise UsageError(f"--memory-limit must be >= 0 MiB, got {options.memory_limit}")
+    return options
+
+
+def grading_args(timeout: float, memory_limit: int, workers: int) -> list[str]:
+    """pytest options that let a run survive its candidate (shared with the ladder)."""
+    return [
+        f"--numprocesses={workers}",
+        "--max-worker-restart=1000",  # bounded by the plugin's stop list, not by xdist
+        f"--timeout={timeout:g}",
+        "--timeout-method=signal",
+        f"--gptlab-memory-limit={memory_limit}",
+    ]
+
+
 def main(argv: list[str]) -> int:
     if "-h" in argv or "--help" in argv:
         print(USAGE)
@@ -85,24 +142,44 @@ def main(argv: list[str]) -> int:
     own, pytest_args = (
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     )
+    if any(arg == "--submissions" or arg.startswith("--submissions=") for arg in own) or (
+        own and own[0] == "merge"
+    ):
+        from .classroom import main as grade_class
+
+        return grade_class(own, pytest_args)
     try:
-        assignments = parse_assignments(own)
+        options = _options(own)
+        assignments = parse_assignments(options.candidates)
     except UsageError as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2
-    import os
 
     os.environ.update(assignments)
     print("gptlab grade: modules graded")
     for line in module_lines():
         print("  " + line)
     print(flush=True)
+    junit = [f"--junitxml={options.junitxml.resolve()}"] if options.junitxml else []
     run = run_pytest(
         suite_paths(Path.cwd()),
         assignments,
-        ["-m", "contract", "-q", "--tb=line", "-rN", "--gptlab-scorecard", *pytest_args],
+        [
+            "-m",
+            "contract",
+            "-q",
+            "--tb=line",
+            "-rN",
+            "--gptlab-scorecard",
+            *grading_args(options.timeout, options.memory_limit, options.workers),
+            *junit,
+            *pytest_args,
+        ],
         capture=False,
+        scratch_cwd=True,
     )
+    if options.json:
+        write_report(options.json, run.results, graded_modules(), returncode=run.returncode)
     return run.returncode
 
 

@@ -4,21 +4,44 @@
 - refuses to run a test that lacks an owner from routing.toml or a contract/extension mark;
 - ends a failing run with the routing rows of its failures (a passing run prints nothing);
 - `--gptlab-scorecard` prints graded modules and a per-package scorecard;
-- `--gptlab-report PATH` writes every result as JSON for the grader and the ladder.
+- `--gptlab-report PATH` writes every result as JSON for the grader and the ladder;
+- `--gptlab-memory-limit MIB` caps each test process's memory; with pytest-xdist and
+  pytest-timeout it survives hanging and crashing candidates (see `isolation`).
+
+Under pytest-xdist the workers collect and run the tests and the controller reports:
+workers write the routed records of the collected tests to a scratch folder shared
+with the controller, which also routes the tests of a crashed worker.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .candidates import VARIABLES, collection_errors
+from .candidates import VARIABLES, collection_errors, variables_of
+from .isolation import (
+    CRASHES_BEFORE_STOP,
+    SharedState,
+    Watchdog,
+    fail_if_stopped,
+    innermost_candidate,
+    set_memory_limit,
+    suspects_of,
+    timeout_seconds,
+)
 from .owners import OWNERS
 from .reporting import graded_modules, module_lines, routing_lines, scorecard_lines
-from .results import TIERS, TestResult, package_of, write_report
+from .results import TIERS, TestResult, package_of, records_payload, results_from, write_report
+
+_SHARED_KEY = "gptlab_shared"
+_TIMEOUT = re.compile(r"Timeout \(>([0-9.]+)s\)")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,6 +52,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print graded modules and a per-package scorecard at the end",
     )
     group.addoption("--gptlab-report", metavar="PATH", help="write every result as JSON")
+    group.addoption(
+        "--gptlab-memory-limit",
+        type=int,
+        default=0,
+        metavar="MIB",
+        help="address-space limit of each test process in MiB (0: none)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,7 +68,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "contract: graded invariant of CONTRACTS.md")
     config.addinivalue_line("markers", "extension: this project's behaviour beyond the contract")
     config.addinivalue_line("markers", "owner(key): routing.toml key of the owning mechanism")
-    config.pluginmanager.register(GptlabSession(config), "gptlab-session")
+    session = GptlabSession(config)
+    config.pluginmanager.register(session, "gptlab-session")
+    if session.runs_tests:
+        set_memory_limit(config.getoption("--gptlab-memory-limit"))
     # Tiny models run fastest on one intra-op thread, and suites run side by side.
     if "OMP_NUM_THREADS" not in os.environ:
         import torch
@@ -68,7 +101,30 @@ def _result_for(item: pytest.Item) -> TestResult | str:
         owner=owner,
         kind="contract" if kinds[0] == "contract" else "extension",
         tiers=tuple(tier for tier in TIERS if item.get_closest_marker(tier)),
+        variables=variables_of(Path(item.path)),
     )
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _is_controller(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and not _is_worker(config)
+
+
+def one_line_reason(report: pytest.TestReport) -> str:
+    """Why a test failed or was skipped, in one line (timeouts as 'timed out after N s')."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple):  # a skip: (file, line, reason)
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    crash = getattr(longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(longrepr or "")
+    timeout = _TIMEOUT.search(text)
+    if timeout:
+        return f"timed out after {float(timeout.group(1)):g} s"
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line[:300]
 
 
 class GptlabSession:
@@ -77,7 +133,15 @@ class GptlabSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: dict[str, TestResult] = {}
+        self.runs_tests = not _is_controller(config)
+        if _is_worker(config):
+            shared = Path(config.workerinput[_SHARED_KEY])  # type: ignore[attr-defined]
+        else:
+            shared = Path(tempfile.mkdtemp(prefix="gptlab-run-"))
+        self.state = SharedState(shared)
+        self.watchdog = Watchdog(self.state, timeout_seconds(config))
 
+    # -- collection (serial runs and workers)
     @pytest.hookimpl(trylast=True)  # after -m / -k deselection
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         records = [_result_for(item) for item in items]
@@ -85,6 +149,26 @@ class GptlabSession:
         if problems:
             raise pytest.UsageError("unrouted tests:\n  " + "\n  ".join(problems))
         self.results = {r.nodeid: r for r in records if isinstance(r, TestResult)}
+        if _is_worker(self.config):
+            self._publish_records()
+
+    def _publish_records(self) -> None:
+        """Every worker collects the same tests; the first to finish tells the controller."""
+        target = self.state.folder / "records.json"
+        if target.exists():
+            return
+        partial = target.with_name(f"records.{os.getpid()}.json")
+        partial.write_text(json.dumps(records_payload(list(self.results.values()))))
+        partial.replace(target)
+
+    def _record(self, nodeid: str) -> TestResult | None:
+        if nodeid not in self.results:
+            source = self.state.folder / "records.json"
+            if source.exists():
+                rows = json.loads(source.read_text(encoding="utf-8"))
+                for result in results_from(rows):
+                    self.results.setdefault(result.nodeid, result)
+        return self.results.get(nodeid)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
@@ -94,14 +178,71 @@ class GptlabSession:
             pytest.exit(f"candidate error: {collection_errors[0]}", returncode=4)
         return report
 
+    # -- running (serial runs and workers)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        result = self.results.get(item.nodeid)
+        if result is not None:
+            fail_if_stopped(self.state, result)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        result = self.results.get(item.nodeid)
+        if report.failed and result is not None and call.excinfo is not None:
+            reason = one_line_reason(report)
+            if reason.startswith("timed out after"):
+                blamed = innermost_candidate(call.excinfo.tb, result.variables)
+                for suspect in [blamed] if blamed else suspects_of(result):
+                    self.state.stop(suspect, f"{suspect} hung in an earlier test ({reason})")
+        return report
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
+        if _is_worker(self.config):
+            self.watchdog.arm(item.nodeid)
+        try:
+            return (yield)
+        finally:
+            self.watchdog.disarm()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        try:
+            return (yield)
+        except KeyboardInterrupt:
+            if not _is_worker(self.config):
+                raise  # a person pressed Ctrl-C
+            pytest.fail("the code under test raised KeyboardInterrupt", pytrace=False)
+
+    # -- reporting (serial runs and the controller)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        result = self.results.get(report.nodeid)
+        result = self._record(report.nodeid)
         if result is None:
             return
+        result.duration += report.duration or 0.0
         if report.failed:
+            if result.outcome != "failed":
+                result.reason = one_line_reason(report)
             result.outcome = "failed"
         elif report.skipped and result.outcome != "failed":
             result.outcome = "skipped"
+            result.reason = one_line_reason(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[_SHARED_KEY] = str(self.state.folder)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        result = self._record(crashitem)
+        killed = self.state.killed(crashitem)
+        report.longrepr = killed or "crashed: the test process died (exit, abort or signal)"
+        for suspect in suspects_of(result) if result else []:
+            if killed:
+                self.state.stop(suspect, f"{suspect} hung in an earlier test ({killed})")
+            elif self.state.count_crash(suspect, crashitem) >= CRASHES_BEFORE_STOP:
+                self.state.stop(suspect, f"{suspect} crashed {CRASHES_BEFORE_STOP} earlier tests")
 
     def pytest_report_header(self) -> list[str] | None:
         swapped = any(os.environ.get(name) for name in VARIABLES)
@@ -110,6 +251,8 @@ class GptlabSession:
         return None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if _is_worker(self.config):
+            return
         results = list(self.results.values())
         if self.config.getoption("--gptlab-scorecard"):
             terminalreporter.section("gptlab scorecard")
@@ -123,5 +266,9 @@ class GptlabSession:
 
     def pytest_sessionfinish(self) -> None:
         report = self.config.getoption("--gptlab-report")
-        if report:
+        if report and not _is_worker(self.config):
             write_report(Path(report), list(self.results.values()), graded_modules())
+
+    def pytest_unconfigure(self) -> None:
+        if not _is_worker(self.config):
+            shutil.rmtree(self.state.folder, ignore_errors=True)

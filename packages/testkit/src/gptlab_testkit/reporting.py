@@ -56,7 +56,8 @@ def routing_lines(results: Sequence[TestResult]) -> list[str]:
     failed: dict[str, list[str]] = defaultdict(list)
     for result in results:
         if result.outcome == "failed":
-            failed[result.owner].append(result.nodeid)
+            line = f"{result.nodeid}: {result.reason}" if result.reason else result.nodeid
+            failed[result.owner].append(line)
     lines: list[str] = []
     for key in sorted(failed, key=lambda k: (OWNERS[k].package, k) if k in OWNERS else ("", k)):
         owner = OWNERS.get(key)
@@ -65,8 +66,8 @@ def routing_lines(results: Sequence[TestResult]) -> list[str]:
         lines.append(f"{key}  [{package}] {mechanism}  ({len(failed[key])} failed)")
         if owner:
             lines.append(f"    repair: {owner.repair}")
-        for nodeid in failed[key]:
-            lines.append(f"    - {nodeid}")
+        for line in failed[key]:
+            lines.append(f"    - {line}")
     return lines
 
 

@@ -19,6 +19,9 @@ class TestResult:
     kind: Literal["contract", "extension"]
     tiers: tuple[str, ...]
     outcome: Outcome = "passed"
+    duration: float = 0.0  # seconds: setup + call + teardown
+    reason: str = ""  # one line: why it failed or was skipped
+    variables: tuple[str, ...] = ()  # the implementation variables the test exercises
 
     __test__ = False  # not a pytest test class
 
@@ -35,12 +38,24 @@ def package_of(path: Path) -> str:
     return path.parent.name
 
 
-def write_report(path: Path, results: list[TestResult], header: dict[str, str]) -> None:
-    payload = {"modules": header, "tests": [asdict(result) for result in results]}
+def records_payload(results: list[TestResult]) -> list[dict[str, object]]:
+    return [asdict(result) for result in results]
+
+
+def results_from(rows: list[dict[str, object]]) -> list[TestResult]:
+    return [
+        TestResult(**{**row, "tiers": tuple(row["tiers"]), "variables": tuple(row["variables"])})  # type: ignore[arg-type]
+        for row in rows
+    ]
+
+
+def write_report(
+    path: Path, results: list[TestResult], header: dict[str, str], **summary: object
+) -> None:
+    payload = {"modules": header, **summary, "tests": records_payload(results)}
     path.write_text(json.dumps(payload, indent=1), encoding="utf-8")
 
 
 def read_report(path: Path) -> tuple[dict[str, str], list[TestResult]]:
     payload = json.loads(path.read_text(encoding="utf-8"))
-    tests = [TestResult(**{**row, "tiers": tuple(row["tiers"])}) for row in payload["tests"]]
-    return payload["modules"], tests
+    return payload["modules"], results_from(payload["tests"])

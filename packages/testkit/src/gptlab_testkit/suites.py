@@ -45,11 +45,21 @@ def run_pytest(
     *,
     capture: bool = True,
     cwd: Path | None = None,
+    scratch_cwd: bool = False,
 ) -> SuiteRun:
-    """pytest in a fresh interpreter, so each candidate is imported into a clean process."""
+    """pytest in a fresh interpreter, so each candidate is imported into a clean process.
+
+    `scratch_cwd` runs it from an empty temporary folder, so whatever the candidate
+    writes to relative paths lands there and not in the checkout.
+    """
     env = {**os.environ, **env_overrides}
-    with tempfile.TemporaryDirectory(prefix="gptlab-") as scratch:
+    with (
+        tempfile.TemporaryDirectory(prefix="gptlab-") as scratch,
+        tempfile.TemporaryDirectory(prefix="gptlab-cwd-") as candidate_cwd,
+    ):
         report = Path(scratch) / "report.json"
+        if scratch_cwd:
+            cwd = Path(candidate_cwd)
         command = [
             sys.executable,
             "-m",
