@@ -39,7 +39,7 @@ def test_failing_run_ends_with_owner_and_repair_target(pytester: pytest.Pytester
             "*gptlab failure routing*",
             "loss_shift  [[]tinygpt[]] shifted cross-entropy loss  (1 failed)",
             "    repair: shift logits left and labels right*",
-            "    - test_bad.py::test_loss",
+            "    - test_bad.py::test_loss: *assert False*",
         ]
     )
     assert "tying  [" not in result.stdout.str()
