@@ -482,6 +482,67 @@ def _slots(cls: type) -> list[str]:
     return [name for name in names if name not in ("__dict__", "__weakref__")]
 
 
+# ---- state dicts (checkpoint converters) -------------------------------------------------
+
+# (names a message may use, the malformed state dict, the exception type)
+StateDictCase = tuple[tuple[str, ...], dict[str, Tensor], type[Exception]]
+
+
+@st.composite
+def state_dict_cases(
+    draw: st.DrawFn,
+    state: Mapping[str, Tensor],
+    shown: Callable[[str], str],
+    layer_prefix: str,
+    fixed_shape: Callable[[str], bool],
+) -> StateDictCase:
+    """A checkpoint state dict with one thing wrong, for a converter's boundary test.
+
+    One key missing (never ``*lm_head.weight``: tied checkpoints omit it), misshapen
+    (only keys whose shape ``fixed_shape`` says is pinned; a key that sizes the model
+    is free), not a tensor (TypeError), or not floating point; or one key of a layer
+    past the last (``{layer_prefix}{i}.``), or of layer 999999999, which a converter
+    must name without enumerating that many layers. ``shown(key)`` is the name the
+    error message must use for ``key`` (say, without a ``transformer.`` prefix).
+    """
+    names = sorted(state)
+    removable = [name for name in names if not name.endswith("lm_head.weight")]
+    layers = {
+        int(name.removeprefix(layer_prefix).split(".")[0])
+        for name in names
+        if name.startswith(layer_prefix)
+    }
+    last = max(layers)
+    edit = draw(st.sampled_from(["missing", "shape", "kind", "dtype", "extra_layer", "absurd"]))
+    if edit == "missing":
+        name = draw(st.sampled_from(removable))
+        return (shown(name),), {n: t for n, t in state.items() if n != name}, ValueError
+    if edit in ("shape", "kind", "dtype"):
+        pool = names if edit != "shape" else [name for name in names if fixed_shape(name)]
+        name = draw(st.sampled_from(pool))
+        tensor = state[name]
+        value: object
+        if edit == "shape":
+            value = like(tensor, shape=draw(malformed_shapes(list(tensor.shape))))
+        elif edit == "kind":
+            value = draw(wrong_kind_for_tensor())
+        else:
+            value = like(tensor, dtype=draw(st.sampled_from([torch.long, torch.int32, torch.bool])))
+        kind: type[Exception] = TypeError if edit == "kind" else ValueError
+        return (shown(name), name), {**state, name: value}, kind  # type: ignore[dict-item]
+    # One key of a layer past the last: unexpected (given the layer count), or else its
+    # layer's other keys are missing; either way the error names a key of that layer.
+    prefix_last = f"{layer_prefix}{last}."
+    index = last + 1 if edit == "extra_layer" else 999_999_999
+    layer = {
+        f"{layer_prefix}{index}.{name.removeprefix(prefix_last)}": tensor
+        for name, tensor in state.items()
+        if name.startswith(prefix_last)
+    }
+    added = draw(st.sampled_from(sorted(layer)))
+    return tuple(shown(name) for name in layer), {**state, added: layer[added]}, ValueError
+
+
 __all__ = [
     "ALL_DTYPES",
     "EXTREME_FLOATS",
@@ -489,6 +550,7 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "INT64_WRAPAROUND_PAIRS",
+    "StateDictCase",
     "TensorState",
     "assert_rejected_unchanged",
     "assert_rejects",
@@ -502,6 +564,7 @@ __all__ = [
     "not_an_int_or_bool",
     "other_devices",
     "rejections",
+    "state_dict_cases",
     "state_fingerprint",
     "tensor_state",
     "wrong_dtypes",

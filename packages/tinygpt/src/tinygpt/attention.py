@@ -75,7 +75,7 @@ class CausalSelfAttention(nn.Module):
             )
         if past_key_value is None:
             return
-        if not isinstance(past_key_value, tuple | list):
+        if not isinstance(past_key_value, tuple):
             raise ArgumentTypeError(
                 f"past_key_value must be a (key, value) tuple, got {type_name(past_key_value)}"
             )

@@ -97,7 +97,7 @@ def validate_past_key_values(
             lengths.add(s)
     if len(lengths) != 1:
         raise ValueError(
-            f"every cached key and value must share one length S, got {sorted(lengths)}"
+            f"past_key_values: every key and value must share one length S, got {sorted(lengths)}"
         )
     return lengths.pop()
 
