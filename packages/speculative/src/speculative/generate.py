@@ -130,7 +130,7 @@ def _check_same_vocabulary(
     target_vocab, draft_vocab = target_logits.shape[-1], draft_logits.shape[-1]
     if target_vocab != draft_vocab:
         raise ValueError(
-            f"draft: target and draft vocabularies differ: {target_vocab} vs {draft_vocab} logits"
+            f"draft vocabulary differs from the target's: {draft_vocab} vs {target_vocab} logits"
         )
     if eos_token_id is not None and eos_token_id >= target_vocab:
         raise ValueError(f"eos_token_id {eos_token_id} is outside the vocabulary of {target_vocab}")
