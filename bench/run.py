@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from . import chunked, context, decode, prefix, spec
+from . import chunked, context, decode, paged, prefix, spec
 from .common import Progress, Section, Settings, TargetCheck, machine_lines
 
 SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
@@ -28,6 +28,7 @@ SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
     prefix.run,
     chunked.run,
     spec.run,
+    paged.run,
 )
 TITLES = (
     "decode throughput",
@@ -35,6 +36,7 @@ TITLES = (
     "prefix cache",
     "chunked prefill",
     "speculative decoding",
+    "paged K/V",
 )
 
 
