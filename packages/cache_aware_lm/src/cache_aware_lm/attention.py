@@ -40,7 +40,10 @@ def check_attention_inputs(query: object, keys: object, values: object, mask: ob
     B, H, T, D = query.shape
     H_kv, S = keys.shape[1], keys.shape[2]
     if keys.shape[0] != B or keys.shape[3] != D or H_kv == 0:
-        raise ValueError(f"keys must be [{B}, H_kv, S, {D}], got {tuple(keys.shape)}")
+        raise ValueError(
+            f"keys must be [{B}, H_kv, S, {D}] (the query's batch and head dim), "
+            f"got {tuple(keys.shape)}"
+        )
     if values.shape != keys.shape:
         raise ValueError(
             f"values must have the keys' shape {tuple(keys.shape)}, got {tuple(values.shape)}"
@@ -49,7 +52,8 @@ def check_attention_inputs(query: object, keys: object, values: object, mask: ob
         raise ValueError(f"query heads ({H}) must be a multiple of key/value heads ({H_kv})")
     if mask.dtype != torch.bool or tuple(mask.shape) != (B, 1, T, S):
         raise ValueError(
-            f"mask must be bool [{B}, 1, {T}, {S}], got {mask.dtype} {tuple(mask.shape)}"
+            f"mask must be bool [{B}, 1, {T}, {S}] (query [B, H, T, D], keys [B, H_kv, S, D]), "
+            f"got {mask.dtype} {tuple(mask.shape)}"
         )
     if not query.is_floating_point() or keys.dtype != query.dtype or values.dtype != query.dtype:
         raise ValueError(

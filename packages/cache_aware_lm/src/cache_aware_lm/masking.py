@@ -14,6 +14,8 @@ from torch import Tensor
 
 from tinygpt import ArgumentTypeError
 
+_LARGEST_MASK = 2**34  # booleans (16 GiB): a larger storage_length is a mistake, not a cache
+
 
 def absolute_position_mask(
     query_positions: Tensor, key_starts: Tensor, key_lengths: Tensor, storage_length: int
@@ -60,6 +62,8 @@ def check_mask_inputs(
             )
     if storage_length < T:
         raise ValueError(f"storage_length must be >= T={T}, got {storage_length}")
+    if B * T * storage_length > _LARGEST_MASK:
+        raise ValueError(f"storage_length {storage_length} makes a mask of more than 2**34 entries")
     # Each row's last T keys sit at start + length - T .. start + length - 1: the queries.
     first_query = key_starts + key_lengths - T
     offsets = torch.arange(T, device=query_positions.device)

@@ -209,7 +209,9 @@ def _check_storage(
     starts_B = check_metadata_tensor(
         "cache_start_positions", members["cache_start_positions"], B, geometry.device
     )
-    checks = cache_value_checks(positions, lengths_B, starts_B, layers[0][0].shape[2], "storage")
+    checks = cache_value_checks(
+        positions, lengths_B, starts_B, layers[0][0].shape[2], "storage capacity"
+    )
     return layers, lengths_B, starts_B, checks
 
 

@@ -157,7 +157,11 @@ def validate_forward_inputs(
 
 
 def cache_value_checks(
-    positions: Tensor, lengths: Tensor, starts: Tensor, storage_length: int, what: str = "cache"
+    positions: Tensor,
+    lengths: Tensor,
+    starts: Tensor,
+    storage_length: int,
+    what: str = "cache storage length",
 ) -> list[ValueCheck]:
     """Non-negative metadata, lengths within the storage, and no position gap.
 
@@ -169,7 +173,7 @@ def cache_value_checks(
         ((starts < 0).any(), "cache_start_positions must be non-negative"),
         (
             (lengths > storage_length).any(),
-            f"cache_lengths exceed the {what} storage length {storage_length}",
+            f"cache_lengths exceed the {what} {storage_length}",
         ),
         (
             (positions[:, 0] != starts + lengths).any(),
