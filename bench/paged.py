@@ -7,6 +7,9 @@ earlier request was prefilled and freed (its full blocks cached), one empty. The
 both attention paths (gathered reference ``paged_forward``, in-place
 ``paged_forward_fast``), beside a plain uncached forward of the whole prompt.
 
+(c) One batched decode step of 8 requests at a long context on both paths: the
+gathered path copies every row's K/V each step, the in-place path reads the pool.
+
 (b) Bytes held for N requests that share one prompt prefix, each with a private
 suffix, all open at once: the paged pool (``stats.bytes_held``) against the
 exact-prefix cache serving the same prompts (``PrefixCache.kv_bytes``: one
@@ -106,6 +109,31 @@ def _prefill_round(
     return seconds, reused
 
 
+def _decode_steps(model: Any, settings: Settings, rows: int, context: int) -> dict[str, float]:
+    """Median seconds of one decode step of ``rows`` requests at ``context``, per path."""
+    vocab = model.geometry.vocab_size
+    generator = torch.Generator().manual_seed(11)
+    prompts = torch.randint(0, vocab, (rows, context), generator=generator).to(settings.device)
+    pools = {}
+    for name in PATHS:  # identical pools, filled through the in-place path (untimed)
+        pool = _pool(model, rows * (-(-context // BLOCK) + 2), settings)
+        for row in range(rows):
+            _serve(model, pool, str(row), prompts[row : row + 1], paged_kv.paged_forward_fast)
+        pools[name] = pool
+    ids = torch.full((rows, 1), 1, dtype=torch.long, device=settings.device)
+    samples: dict[str, list[float]] = {name: [] for name in PATHS}
+    for step in range(settings.repeats + 1):  # step 0 warms up
+        positions = torch.full((rows, 1), context + step, dtype=torch.long, device=settings.device)
+        for name, forward in PATHS.items():
+            request_ids = [str(row) for row in range(rows)]
+            call = functools.partial(forward, model, pools[name], request_ids, ids, positions)
+            with torch.inference_mode():
+                seconds, _ = timed(settings, call)
+            if step > 0:
+                samples[name].append(seconds)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def _bytes_held(
     model: Any, settings: Settings, prefix: int, suffix: int, counts: list[int]
 ) -> list[tuple[int, int, int, int]]:
@@ -139,7 +167,7 @@ def _bytes_held(
 def run(settings: Settings, progress: Progress) -> Section:
     length = 128 if settings.quick else 512
     shared = round(0.9 * length)
-    model = build_modern(modern_config(length + 8), settings)
+    model = build_modern(modern_config(length + 64), settings)  # room for the decode steps
     num_blocks = 2 * -(-length // BLOCK) + 8
     earlier, request = _prompts(length, shared, model.geometry.vocab_size, settings)
 
@@ -153,6 +181,10 @@ def run(settings: Settings, progress: Progress) -> Section:
                 samples.setdefault(name, []).append(value)
     medians = {name: statistics.median(values) for name, values in samples.items()}
 
+    rows, context = 8, length
+    progress.step(f"one decode step of {rows} requests at context {context}, both paths")
+    decode = _decode_steps(model, settings, rows, context)
+
     progress.step("bytes held for N requests sharing one prefix")
     prefix, suffix = (64, 16) if settings.quick else (256, 32)
     counts = [1, 2, 4] if settings.quick else [1, 2, 4, 8, 16]
@@ -160,6 +192,13 @@ def run(settings: Settings, progress: Progress) -> Section:
 
     section = Section("6. Paged K/V: prefill with a prefix hit, and bytes held")
     section.body += _prefill_table(length, shared, reused, medians)
+    section.body += [
+        f"One batched decode step, {rows} requests at context {context} (each its own prompt):"
+        f" gathered {1e3 * decode['gathered']:.1f} ms, in place {1e3 * decode['in place']:.1f} ms"
+        f" ({fmt_ratio(decode['gathered'] / decode['in place'])}): the gathered path copies every"
+        " row's K/V twice per step, the in-place path reads the pool.",
+        "",
+    ]
     section.body += _bytes_table(prefix, suffix, held)
     figure = "paged_kv.png"
     _plot(length, medians, held, prefix, suffix, settings.out_dir / figure)
