@@ -13,7 +13,8 @@ gathered path copies every row's K/V each step, the in-place path reads the pool
 (b) Bytes held for N requests that share one prompt prefix, each with a private
 suffix, all open at once: the paged pool (``stats.bytes_held``) against the
 exact-prefix cache serving the same prompts (``PrefixCache.kv_bytes``: one
-full-prefix snapshot per block boundary per prompt).
+full-prefix snapshot per block boundary per prompt); and for one prompt of growing
+length, where the snapshots grow with its square and the blocks linearly.
 """
 
 from __future__ import annotations
@@ -164,6 +165,27 @@ def _bytes_held(
     return rows
 
 
+def _bytes_by_length(
+    model: Any, settings: Settings, lengths: list[int]
+) -> list[tuple[int, int, int]]:
+    """[(L, paged bytes, exact-prefix bytes)] after serving one prompt of L tokens."""
+    generator = torch.Generator().manual_seed(13)
+    rows = []
+    for length in lengths:
+        prompt = torch.randint(0, model.geometry.vocab_size, (1, length), generator=generator)
+        prompt = prompt.to(settings.device)
+        pool = _pool(model, -(-length // BLOCK), settings)
+        _serve(model, pool, "one", prompt, paged_kv.paged_forward_fast)
+        exact = prefix_cache.PrefixCache(BLOCK, max_entries=1 << 20)
+        runner = prefix_cache.PrefixCachedRunner(
+            model, exact, prefix_cache.PrefixCacheNamespace("bench-modern", "seed-1234")
+        )
+        with torch.inference_mode():
+            runner.prefill(prompt, positions_from([0], length, settings))
+        rows.append((length, pool.stats.bytes_held, exact.kv_bytes))
+    return rows
+
+
 def run(settings: Settings, progress: Progress) -> Section:
     length = 128 if settings.quick else 512
     shared = round(0.9 * length)
@@ -189,6 +211,8 @@ def run(settings: Settings, progress: Progress) -> Section:
     prefix, suffix = (64, 16) if settings.quick else (256, 32)
     counts = [1, 2, 4] if settings.quick else [1, 2, 4, 8, 16]
     held = _bytes_held(model, settings, prefix, suffix, counts)
+    progress.step("bytes held for one prompt of growing length")
+    by_length = _bytes_by_length(model, settings, [length // 8, length // 4, length // 2, length])
 
     section = Section("6. Paged K/V: prefill with a prefix hit, and bytes held")
     section.body += _prefill_table(length, shared, reused, medians)
@@ -200,8 +224,17 @@ def run(settings: Settings, progress: Progress) -> Section:
         "",
     ]
     section.body += _bytes_table(prefix, suffix, held)
+    section.body += [
+        "One prompt of L tokens (nothing shared): "
+        + ", ".join(
+            f"L={n}: {paged / 2**20:.2f} vs {exact / 2**20:.2f} MiB"
+            for n, paged, exact in by_length
+        )
+        + " (paged vs exact-prefix): linear against quadratic.",
+        "",
+    ]
     figure = "paged_kv.png"
-    _plot(length, medians, held, prefix, suffix, settings.out_dir / figure)
+    _plot(length, medians, held, by_length, (prefix, suffix), settings.out_dir / figure)
     section.figures.append(figure)
     section.targets += _targets(length, reused, medians, held, settings)
     return section
@@ -247,11 +280,12 @@ def _plot(
     length: int,
     medians: dict[str, float],
     held: list[tuple[int, int, int, int]],
-    prefix: int,
-    suffix: int,
+    by_length: list[tuple[int, int, int]],
+    workload: tuple[int, int],
     path: Path,
 ) -> None:
-    figure, (left, right) = new_figure(1, 2, size=(11.0, 4.2))
+    prefix, suffix = workload
+    figure, (left, right, third) = new_figure(1, 3, size=(16.0, 4.2))
     names = list(PATHS)
     x = range(len(names))
     left.bar([i - 0.2 for i in x], [1e3 * medians[f"{n} miss"] for n in names], 0.4, label="miss")
@@ -270,6 +304,23 @@ def _plot(
     right.set_title("bytes held, N requests sharing one prefix")
     right.grid(True, alpha=0.3)
     right.legend()
+    third.plot(
+        [r[0] for r in by_length],
+        [r[1] / 2**20 for r in by_length],
+        marker="o",
+        label="paged blocks",
+    )
+    third.plot(
+        [r[0] for r in by_length],
+        [r[2] / 2**20 for r in by_length],
+        marker="o",
+        label="exact-prefix snapshots",
+    )
+    third.set_xlabel("prompt length L (tokens, one request)")
+    third.set_ylabel("K/V bytes held (MiB)")
+    third.set_title("bytes held, one prompt: linear vs quadratic")
+    third.grid(True, alpha=0.3)
+    third.legend()
     save_figure(figure, path)
 
 
