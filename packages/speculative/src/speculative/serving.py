@@ -81,8 +81,9 @@ class ServingState:
             return
         end = self.stored + self.cached
         slots_1N = torch.arange(self.stored, end, device=self._slot_S.device)[None]
+        # A copy: the storage's append refuses views of its own memory (one copy per request).
         delta = tuple(
-            (key[:, :, self.stored : end], value[:, :, self.stored : end])
+            (key[:, :, self.stored : end].clone(), value[:, :, self.stored : end].clone())
             for key, value in self.layers
         )
         self.storage.append(delta, self.start + slots_1N)
