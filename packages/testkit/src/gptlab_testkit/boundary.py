@@ -546,6 +546,25 @@ def state_dict_cases(
     return tuple(shown(name) for name in layer), {**state, added: layer[added]}, ValueError
 
 
+# ---- one malformed argument -------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Malformed:
+    """A call's argument `argument` replaced by `value`, which must raise `error`."""
+
+    argument: str
+    value: object
+    error: type[Exception]
+
+
+def malformed(
+    argument: str, values: st.SearchStrategy[object], error: type[Exception]
+) -> st.SearchStrategy[Malformed]:
+    """`values` as cases for one argument: a suite's grammar is a dict of these per name."""
+    return values.map(lambda value: Malformed(argument, value, error))
+
+
 __all__ = [
     "ALL_DTYPES",
     "EXTREME_FLOATS",
@@ -553,6 +572,7 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "INT64_WRAPAROUND_PAIRS",
+    "Malformed",
     "StateDictCase",
     "TensorState",
     "assert_rejected_unchanged",
@@ -562,6 +582,7 @@ __all__ = [
     "extreme_floats",
     "extreme_ints",
     "like",
+    "malformed",
     "malformed_shapes",
     "names_argument",
     "not_an_int_or_bool",
