@@ -29,7 +29,7 @@ class DecodeState:
         try:
             resolved = torch.device(device)
             torch.empty(0, device=resolved)  # a device string torch parses may still be absent
-        except RuntimeError as error:
+        except (RuntimeError, AssertionError) as error:  # torch without CUDA asserts
             raise ValueError(f"device {device!r} is not a usable torch device: {error}") from None
         self.model = model
         self.start_position = start_position
