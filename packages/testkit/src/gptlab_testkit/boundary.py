@@ -565,6 +565,37 @@ def malformed(
     return values.map(lambda value: Malformed(argument, value, error))
 
 
+def not_callable() -> st.SearchStrategy[object]:
+    """Objects where a callable (a model, say) is expected."""
+    return st.one_of(wrong_kind_for_tensor(), wrong_kind_for_sequence())
+
+
+def tensor_cases(
+    name: str, tensor: Tensor, *, optional: bool = False
+) -> list[st.SearchStrategy[Malformed]]:
+    """`name` given as the wrong kind (TypeError; its values as nested lists included), or as
+    a tensor of another dtype, a malformed shape or on another real device (ValueError).
+
+    With `optional`, None is a valid value and is left out of the wrong kinds.
+    """
+    kinds = st.one_of(wrong_kind_for_tensor(), st.just(tensor.tolist()))
+    if optional:
+        kinds = kinds.filter(lambda value: value is not None)
+    others = [like(tensor, device=other) for other in other_devices(tensor.device)]
+    return [
+        malformed(name, kinds, TypeError),
+        malformed(
+            name, wrong_dtypes(tensor.dtype).map(lambda d: like(tensor, dtype=d)), ValueError
+        ),
+        malformed(
+            name,
+            malformed_shapes(tuple(tensor.shape)).map(lambda s: like(tensor, shape=s)),
+            ValueError,
+        ),
+        *([malformed(name, st.sampled_from(others), ValueError)] if others else []),
+    ]
+
+
 __all__ = [
     "ALL_DTYPES",
     "EXTREME_FLOATS",
@@ -586,10 +617,12 @@ __all__ = [
     "malformed_shapes",
     "names_argument",
     "not_an_int_or_bool",
+    "not_callable",
     "other_devices",
     "rejections",
     "state_dict_cases",
     "state_fingerprint",
+    "tensor_cases",
     "tensor_state",
     "wrong_dtypes",
     "wrong_kind_for_int",
