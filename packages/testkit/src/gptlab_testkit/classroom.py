@@ -1,0 +1,460 @@
+"""Grade a whole class of attempts into one table: `nox -s grade -- --submissions DIR`.
+
+    python -m gptlab_testkit.grade --submissions DIR [--out OUT] [--shard I/N] [--jobs N]
+                                   [--timeout S] [--memory-limit MIB] [--workers N]
+                                   [-- pytest args]
+    python -m gptlab_testkit.grade merge OUT A.json B.json ...
+
+Every subfolder of DIR (sorted by name, hidden ones skipped) is one submission: a
+seed-style attempt folder or a set of package files, mapped as `grade FOLDER` maps
+them. Each is graded by its own `python -m gptlab_testkit.grade FOLDER --json ...`
+process (itself running the tests in isolated workers), from the current directory
+(the repository root), with --timeout, --memory-limit, --workers and the pytest
+args passed through. A folder where no module maps is a row saying so.
+
+Written into OUT (default ./grade-results):
+  class.md    the class table: per submission its verdict, per package passed/failed
+              tests, the owners its failures were routed to, a one-line note
+  class.csv   the same table, one column per number
+  class.json  everything: settings, and per submission its modules, returncode,
+              wall seconds and every test record (the table is computed from it)
+  logs/NAME.log   what each submission's grading printed (scorecard, routing)
+
+--shard I/N grades only submissions I, I+N, I+2N, ... (1-based, of the sorted
+names), so N machines can each take one slice; `merge` joins the shards' class.json
+files into the table one unsharded run writes. --jobs N grades N submissions side
+by side (default 1; each already uses --workers test processes).
+
+Exit status: 0 when every submission was graded, whatever the verdicts (it is a
+class report); 1 when a submission's grading process itself broke (it wrote no
+results, or pytest reported an internal error); 2 on a usage error, reported
+before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tqdm import tqdm
+
+from .candidates import VARIABLES, folder_assignments
+from .results import TestResult, records_payload, results_from
+from .suites import RUNTIME_PACKAGES
+
+USAGE = __doc__ or ""
+DEFAULT_OUT = "grade-results"
+PACKAGE_ORDER = (*RUNTIME_PACKAGES, "integration")
+PYTEST_INTERNAL_ERROR = 3
+
+Status = Literal["graded", "not graded", "broken"]
+
+
+@dataclass
+class Submission:
+    """One subfolder's grading: how it went, which modules it swapped in, every test."""
+
+    name: str
+    status: Status
+    returncode: int | None = None
+    modules: dict[str, str] = field(default_factory=dict)
+    tests: list[TestResult] = field(default_factory=list)
+    note: str = ""  # one line: why it was not graded, or why no test ran
+    seconds: float = 0.0  # wall time of its grading process
+
+    @property
+    def verdict(self) -> str:
+        if self.status != "graded":
+            return self.status
+        failed = any(test.outcome == "failed" for test in self.tests)
+        return "FAIL" if failed or self.returncode else "pass"
+
+    def candidates(self) -> list[str]:
+        """Packages whose module is not the reference."""
+        return [
+            variable.package
+            for name, variable in VARIABLES.items()
+            if self.modules.get(name, variable.default_module) != variable.default_module
+        ]
+
+    def counts(self, package: str) -> Counter[str]:
+        return Counter(test.outcome for test in self.tests if test.package == package)
+
+    def owners_hit(self) -> Counter[str]:
+        return Counter(test.owner for test in self.tests if test.outcome == "failed")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "verdict": self.verdict,
+            "returncode": self.returncode,
+            "note": self.note,
+            "seconds": round(self.seconds, 2),
+            "modules": self.modules,
+            "tests": records_payload(self.tests),
+        }
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Submission:
+        return cls(
+            name=row["name"],
+            status=row["status"],
+            returncode=row["returncode"],
+            modules=dict(row["modules"]),
+            tests=results_from(row["tests"]),
+            note=row["note"],
+            seconds=row["seconds"],
+        )
+
+
+# -- choosing the submissions
+
+
+def submission_folders(root: Path) -> list[Path]:
+    """The subfolders of `root`, sorted by name; ValueError naming --submissions if none."""
+    if not root.is_dir():
+        raise ValueError(f"--submissions {root}: no such folder")
+    folders = sorted(
+        (path for path in root.iterdir() if path.is_dir() and not path.name.startswith((".", "_"))),
+        key=lambda path: path.name,
+    )
+    if not folders:
+        raise ValueError(f"--submissions {root}: no subfolders (one per submission expected)")
+    return folders
+
+
+def parse_shard(spec: str) -> tuple[int, int]:
+    """'I/N' -> (I, N) with 1 <= I <= N."""
+    index, slash, count = spec.partition("/")
+    if slash and index.strip().isdigit() and count.strip().isdigit():
+        i, n = int(index), int(count)
+        if 1 <= i <= n:
+            return i, n
+    raise ValueError(f"--shard must be I/N with 1 <= I <= N (e.g. 1/2), got {spec!r}")
+
+
+def shard_of(items: Sequence[Path], index: int, count: int) -> list[Path]:
+    """The index-th (1-based) of `count` interleaved slices: every name in exactly one."""
+    return list(items[index - 1 :: count])
+
+
+# -- grading one submission
+
+
+def _note_from_log(log: str, returncode: int) -> str:
+    """The candidate error the plugin printed, else the last line, for a run with no tests."""
+    lines = [line.strip(" !") for line in log.splitlines() if line.strip(" !")]
+    for line in lines:
+        if "candidate error:" in line:
+            return line[line.index("candidate error:") :]
+    return f"no test ran (exit {returncode})" + (f": {lines[-1]}" if lines else "")
+
+
+def grade_submission(folder: Path, grade_args: Sequence[str], log_path: Path) -> Submission:
+    """Run `grade FOLDER --json` in its own process; its output goes to `log_path`."""
+    with tempfile.TemporaryDirectory(prefix="gptlab-class-") as scratch:
+        report = Path(scratch) / f"{folder.name}.json"
+        command = [sys.executable, "-m", "gptlab_testkit.grade", str(folder.resolve())]
+        command += ["--json", str(report), *grade_args]
+        started = time.monotonic()
+        with log_path.open("w", encoding="utf-8") as log:
+            completed = subprocess.run(
+                command, stdout=log, stderr=subprocess.STDOUT, text=True, check=False
+            )
+        seconds = time.monotonic() - started
+        output = log_path.read_text(encoding="utf-8", errors="replace")
+        if not report.exists():
+            last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
+            note = f"grading process broke (exit {completed.returncode}): {last.strip()}"
+            return Submission(
+                folder.name, "broken", completed.returncode, note=note, seconds=seconds
+            )
+        payload = json.loads(report.read_text(encoding="utf-8"))
+    returncode = int(payload["returncode"])
+    tests = results_from(payload["tests"])
+    status: Status = "broken" if returncode == PYTEST_INTERNAL_ERROR else "graded"
+    note = "" if tests else _note_from_log(output, returncode)
+    return Submission(
+        folder.name, status, returncode, dict(payload["modules"]), tests, note, seconds
+    )
+
+
+def not_graded(folder: Path) -> Submission:
+    stems = sorted({f"{stem}.py" for variable in VARIABLES.values() for stem in variable.stems})
+    note = "no module named like the seed's files (" + ", ".join(stems) + ")"
+    return Submission(folder.name, "not graded", note=note)
+
+
+Grader = Callable[[Path], Submission]
+
+
+def grade_all(folders: Sequence[Path], grader: Grader, jobs: int) -> list[Submission]:
+    """Grade every folder (`jobs` side by side) under a progress bar; sorted by name."""
+    done: list[Submission] = []
+    with (
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+        tqdm(total=len(folders), desc="grading", unit="submission", file=sys.stderr) as bar,
+    ):
+        futures = [pool.submit(grader, folder) for folder in folders]
+        for future in as_completed(futures):
+            submission = future.result()
+            done.append(submission)
+            bar.write(f"{submission.name}: {submission.verdict} ({submission.seconds:.0f} s)")
+            bar.update()
+    return sorted(done, key=lambda submission: submission.name)
+
+
+# -- the class table
+
+
+def table_packages(submissions: Iterable[Submission]) -> list[str]:
+    """Packages any submission ran tests of, in the slice's order."""
+    seen = {test.package for submission in submissions for test in submission.tests}
+    return [name for name in PACKAGE_ORDER if name in seen] + sorted(seen - set(PACKAGE_ORDER))
+
+
+def _owners_cell(submission: Submission) -> str:
+    return ", ".join(f"{owner} ({n})" for owner, n in sorted(submission.owners_hit().items()))
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(submissions: Sequence[Submission]) -> str:
+    packages = table_packages(submissions)
+    verdicts = Counter(submission.verdict for submission in submissions)
+    summary = ", ".join(f"{n} {verdict}" for verdict, n in sorted(verdicts.items()))
+    lines = [
+        "# Class results",
+        "",
+        f"{len(submissions)} submissions: {summary or 'none'}.",
+        "Package cells are passed/failed tests (**bold** when any failed); owners are"
+        " the routing keys of the failures, with their counts.",
+        "",
+        "| "
+        + " | ".join(["submission", "verdict", "candidates", *packages, "owners hit", "note"])
+        + " |",
+        "|" + "---|" * (len(packages) + 5),
+    ]
+    for submission in submissions:
+        cells = [_md(submission.name), submission.verdict]
+        cells.append(", ".join(submission.candidates()) or "-")
+        for package in packages:
+            c = submission.counts(package)
+            cell = f"{c['passed']}/{c['failed']}" if c else "-"
+            cells.append(f"**{cell}**" if c["failed"] else cell)
+        cells += [_owners_cell(submission), _md(submission.note)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_table(submissions: Sequence[Submission]) -> str:
+    packages = table_packages(submissions)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    header = ["submission", "verdict", "returncode", "candidates"]
+    header += [f"{package} {outcome}" for package in packages for outcome in ("passed", "failed")]
+    writer.writerow([*header, "owners hit", "note"])
+    for submission in submissions:
+        row: list[object] = [submission.name, submission.verdict]
+        row += ["" if submission.returncode is None else submission.returncode]
+        row += [" ".join(submission.candidates())]
+        for package in packages:
+            c = submission.counts(package)
+            row += [c["passed"], c["failed"]]
+        owners = " ".join(f"{owner}:{n}" for owner, n in sorted(submission.owners_hit().items()))
+        writer.writerow([*row, owners, submission.note])
+    return out.getvalue()
+
+
+def class_payload(
+    submissions: Sequence[Submission], settings: dict[str, Any], **extra: object
+) -> dict[str, Any]:
+    return {
+        "settings": settings,
+        **extra,
+        "submissions": [submission.to_json() for submission in submissions],
+    }
+
+
+def write_class(out: Path, submissions: Sequence[Submission], payload: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "class.md").write_text(markdown_table(submissions), encoding="utf-8")
+    (out / "class.csv").write_text(csv_table(submissions), encoding="utf-8")
+    (out / "class.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+
+
+# -- merging shards
+
+
+def read_shards(paths: Sequence[Path]) -> tuple[list[Submission], dict[str, Any]]:
+    """Submissions of every file, sorted; ValueError naming the file on any mismatch.
+
+    Refused: a file that is not a class.json, a submission in two files, shards
+    graded with different settings, and a submission a shard's run listed but no
+    file holds (a shard left out).
+    """
+    owner_of: dict[str, Path] = {}
+    submissions: list[Submission] = []
+    expected: dict[str, Path] = {}
+    settings: dict[str, Any] | None = None
+    first: Path | None = None
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        if path.resolve() in seen:
+            raise ValueError(f"merge: {seen[path.resolve()]} is given twice")
+        seen[path.resolve()] = path
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            rows = payload["submissions"]
+            file_settings = payload["settings"]
+            found = [Submission.from_json(row) for row in rows]
+        except FileNotFoundError:
+            raise ValueError(f"merge: {path}: no such file") from None
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"merge: {path}: not a class.json ({error!r})") from None
+        if settings is None:
+            settings, first = file_settings, path
+        elif file_settings != settings:
+            raise ValueError(
+                f"merge: {path} was graded with other settings than {first}: "
+                f"{file_settings} != {settings}"
+            )
+        for submission in found:
+            if submission.name in owner_of:
+                raise ValueError(
+                    f"merge: {path}: submission {submission.name!r} is also in "
+                    f"{owner_of[submission.name]}"
+                )
+            owner_of[submission.name] = path
+        submissions += found
+        for name in payload.get("shard", {}).get("submissions", []):
+            expected.setdefault(name, path)
+    missing = sorted(set(expected) - set(owner_of))
+    if missing:
+        raise ValueError(
+            f"merge: submissions {missing} were sharded (see {expected[missing[0]]}) but no "
+            "file given holds them: is a shard's class.json missing?"
+        )
+    return sorted(submissions, key=lambda submission: submission.name), settings or {}
+
+
+# -- command line
+
+
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="grade --submissions", add_help=False)
+    parser.add_argument("--submissions", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT))
+    parser.add_argument("--shard")
+    parser.add_argument("--jobs", type=int, default=1)
+    # Passed through to each `grade`, only when given: grade keeps the defaults.
+    parser.add_argument("--timeout", type=float)
+    parser.add_argument("--memory-limit", type=int)
+    parser.add_argument("--workers", type=int)
+    try:
+        options = parser.parse_args(argv)
+    except SystemExit:  # argparse has printed what was wrong
+        raise ValueError("see `python -m gptlab_testkit.classroom` for the class options") from None
+    if options.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {options.jobs}")
+    if options.out.exists() and not options.out.is_dir():
+        raise ValueError(f"--out {options.out}: exists and is not a folder")
+    return options
+
+
+def _passed_through(options: argparse.Namespace, pytest_args: list[str]) -> list[str]:
+    args: list[str] = []
+    if options.timeout is not None:
+        args += ["--timeout", f"{options.timeout:g}"]
+    if options.memory_limit is not None:
+        args += ["--memory-limit", str(options.memory_limit)]
+    if options.workers is not None:
+        args += ["--workers", str(options.workers)]
+    return [*args, "--", *pytest_args] if pytest_args else args
+
+
+def _check_grade_options(grade_args: list[str]) -> None:
+    """The passed-through options, checked by grade's own rules before any grading."""
+    from .grade import UsageError
+    from .grade import _options as grade_options
+
+    own = grade_args[: grade_args.index("--")] if "--" in grade_args else grade_args
+    try:
+        grade_options(own)
+    except UsageError as error:
+        raise ValueError(str(error)) from None
+
+
+def grade_class(argv: list[str], pytest_args: list[str]) -> int:
+    options = _options(argv)
+    grade_args = _passed_through(options, pytest_args)
+    _check_grade_options(grade_args)
+    folders = submission_folders(options.submissions)
+    payload_extra: dict[str, object] = {}
+    if options.shard is not None:
+        index, count = parse_shard(options.shard)
+        names = [folder.name for folder in folders]
+        folders = shard_of(folders, index, count)
+        payload_extra["shard"] = {"index": index, "count": count, "submissions": names}
+    settings = {"grade_args": grade_args}
+    logs = options.out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+
+    def grader(folder: Path) -> Submission:
+        if not folder_assignments(folder):
+            return not_graded(folder)
+        return grade_submission(folder, grade_args, logs / f"{folder.name}.log")
+
+    submissions = grade_all(folders, grader, options.jobs)
+    write_class(options.out, submissions, class_payload(submissions, settings, **payload_extra))
+    print(f"class table: {options.out / 'class.md'} ({len(submissions)} submissions)")
+    return 1 if any(submission.status == "broken" for submission in submissions) else 0
+
+
+def merge(argv: list[str], pytest_args: list[str]) -> int:
+    if pytest_args:
+        raise ValueError("merge takes no pytest args (nothing is graded)")
+    if len(argv) < 2:
+        raise ValueError("usage: merge OUT_DIR A.json [B.json ...]")
+    out, paths = Path(argv[0]), [Path(arg) for arg in argv[1:]]
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"merge: OUT_DIR {out}: exists and is not a folder")
+    submissions, settings = read_shards(paths)
+    write_class(out, submissions, class_payload(submissions, settings))
+    print(f"class table: {out / 'class.md'} ({len(submissions)} submissions)")
+    return 0
+
+
+def main(argv: list[str], pytest_args: list[str]) -> int:
+    """Entry from `grade`: `merge OUT A.json ...` or `--submissions DIR ...`."""
+    try:
+        if argv and argv[0] == "merge":
+            return merge(argv[1:], pytest_args)
+        return grade_class(argv, pytest_args)
+    except ValueError as error:
+        print(f"grade: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or {"-h", "--help"} & set(sys.argv):
+        print(USAGE)
+        raise SystemExit(0)
+    from .grade import main as grade_main
+
+    raise SystemExit(grade_main(sys.argv[1:]))
