@@ -28,7 +28,9 @@ from gptlab_testkit.boundary import (
     like,
     malformed,
     malformed_shapes,
+    not_callable,
     other_devices,
+    tensor_cases,
     wrong_dtypes,
     wrong_kind_for_int,
     wrong_kind_for_sequence,
@@ -74,10 +76,6 @@ def valid_request():
     }
 
 
-def not_callable():
-    return st.one_of(wrong_kind_for_tensor(), wrong_kind_for_sequence())
-
-
 def not_none(values):
     return values.filter(lambda value: value is not None)
 
@@ -86,21 +84,6 @@ def on_other_devices(name, tensor):
     """Device cases where this machine has another device (none on a CPU-only host)."""
     others = [like(tensor, device=other) for other in other_devices(tensor.device)]
     return [malformed(name, st.sampled_from(others), ValueError)] if others else []
-
-
-def long_tensor_grammar(name, tensor):
-    """Kind, dtype and shape of a long tensor."""
-    return [
-        malformed(name, wrong_kind_for_tensor(), TypeError),
-        malformed(name, st.just(tensor.tolist()), TypeError),
-        malformed(name, wrong_dtypes(torch.long).map(lambda d: like(tensor, dtype=d)), ValueError),
-        malformed(
-            name,
-            malformed_shapes(tuple(tensor.shape)).map(lambda s: like(tensor, shape=s)),
-            ValueError,
-        ),
-        *on_other_devices(name, tensor),
-    ]
 
 
 # ---- speculative_generate / speculative_sample ---------------------------------------------
@@ -137,11 +120,11 @@ def request_grammar():
         "target": [malformed("target", not_callable(), TypeError)],
         "draft": [malformed("draft", not_callable(), TypeError)],
         "input_ids": [
-            *long_tensor_grammar("input_ids", ids),
+            *tensor_cases("input_ids", ids),
             malformed("input_ids", spoiled_row(list(PROMPT), bad_ids).map(as_row), ValueError),
         ],
         "positions": [
-            *long_tensor_grammar("positions", positions),
+            *tensor_cases("positions", positions),
             malformed("positions", bad_position_rows().map(as_row), ValueError),
         ],
         "max_new_tokens": [
