@@ -277,3 +277,21 @@ def test_draft_needs_one_slot_less_than_the_target(target):
             target, draft, ids, positions, budget, 2,
             storage_for(target), storage_for(draft, capacity=len(PROMPT) + budget - 2),
         )  # fmt: skip
+
+
+@pytest.mark.owner("speculative_serving")
+def test_round_callback_streams_exactly_the_emitted_tokens(target):
+    ids, positions = prompt()
+    draft = noisy_copy(target)
+    rounds = []
+    served = speculative.serve_speculative_generate(
+        target, draft, ids, positions, 14, 3, storage_for(target), storage_for(draft),
+        on_round=lambda accepted, own, replaced: rounds.append((accepted, own, replaced)),
+    )  # fmt: skip
+    streamed = [
+        t for accepted, own, _ in rounds for t in [*accepted, *([] if own is None else [own])]
+    ]
+    assert streamed == served.tokens[0, len(PROMPT) :].tolist()
+    assert len(rounds) == served.verification_steps
+    assert sum(len(accepted) for accepted, _, _ in rounds) == served.accepted_draft_tokens
+    assert any(replaced for _, _, replaced in rounds)

@@ -24,6 +24,8 @@ the storage's own ``append`` (the only way its contract grows lengths), once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -37,6 +39,9 @@ from cache_aware_lm import (
 )
 
 from .generate import SpeculativeOutput
+
+# (accepted draft tokens, the target's token or None, whether it replaced a proposal)
+RoundCallback = Callable[[list[int], int | None, bool], None]
 
 
 class ServingState:
@@ -99,6 +104,8 @@ def serve_speculative_generate(
     target_storage: RequestStorage,
     draft_storage: RequestStorage,
     eos_token_id: int | None = None,
+    *,
+    on_round: RoundCallback | None = None,
 ) -> SpeculativeOutput:
     """Greedy draft-and-verify for one request, each model's K/V in its own storage.
 
@@ -110,6 +117,11 @@ def serve_speculative_generate(
     and kept. ValueError, before anything is written, for a malformed request
     (as the reference), storage that does not match its model, positions that do
     not continue it, too little capacity, or different vocabularies.
+
+    ``on_round(accepted, target_token, replaced)``, if given, hears every round as it
+    ends: the accepted draft tokens, then the target's own token (its replacement
+    of the first rejected proposal when ``replaced``, else the bonus; None when
+    the round emitted none), for streaming.
     """
     _check_request(input_ids, positions, max_new_tokens, num_speculative_tokens, eos_token_id)
     # The target is fed up to the last budgeted token; the draft one token less.
@@ -134,7 +146,7 @@ def serve_speculative_generate(
             draft_state = ServingState(draft, draft_storage)
             output = _decode(
                 target_state, draft_state, input_ids, max_new_tokens, num_speculative_tokens,
-                eos_token_id,
+                eos_token_id, on_round,
             )  # fmt: skip
             target_state.commit()
             draft_state.commit()
@@ -151,6 +163,7 @@ def _decode(
     max_new_tokens: int,
     width: int,
     eos_token_id: int | None,
+    on_round: RoundCallback | None = None,
 ) -> SpeculativeOutput:
     """The rounds, with the reference's decisions; caches roll back by length only."""
     sequence: list[int] = input_ids[0].tolist()
@@ -169,11 +182,15 @@ def _decode(
             accepted + m,
         )
         sequence.extend(proposals[:m])
-        if m < len(proposals):
+        replaced = m < len(proposals)
+        if replaced:
             draft.rollback(committed + m)
             sequence.append(choices[m])  # the target's token, never the draft's
         elif m < remaining and eos_token_id not in proposals:
             sequence.append(choices[m])  # the bonus
+        if on_round is not None:
+            emitted_own = len(sequence) > committed + m
+            on_round(proposals[:m], choices[m] if emitted_own else None, replaced)
         # Rollback: the target keeps the sequence but its newest token (the next call feeds it).
         target.rollback(len(sequence) - 1)
         if eos_token_id is not None and eos_token_id in sequence[committed:]:
@@ -294,4 +311,4 @@ def _check_storage(
         )
 
 
-__all__ = ["ServingState", "serve_speculative_generate"]
+__all__ = ["RoundCallback", "ServingState", "serve_speculative_generate"]
