@@ -123,7 +123,7 @@ def test_forked_requests_diverge_without_touching_each_other(model):
     served.step({"a": [15]})
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_any_interleaving_of_requests_sharing_the_pool_matches_full_recomputation(model, data):
     served = Served(model)

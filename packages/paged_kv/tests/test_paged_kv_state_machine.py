@@ -174,7 +174,7 @@ def test_allocator_and_prefix_cache_invariants_hold_after_every_step(make_pool):
     run_state_machine_as_test(
         PagedMachine,
         settings=settings(
-            max_examples=30,
+            max_examples=20,
             stateful_step_count=20,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
