@@ -11,7 +11,9 @@ import csv
 import io
 import json
 import re
+import sys
 import textwrap
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -117,7 +119,9 @@ def test_markdown_cells_escape_the_column_separator() -> None:
 FAILURES = {"ann": [], "ben": ["storage_lifecycle"], "cat": [], "dan": ["fixed_capacity_storage"]}
 
 
-def fake_grade_submission(folder: Path, grade_args: Sequence[str], log: Path) -> Submission:
+def fake_grade_submission(
+    folder: Path, grade_args: Sequence[str], log: Path, limit: float | None = None
+) -> Submission:
     log.write_text(f"graded {folder.name} with {list(grade_args)}\n")
     return graded(folder.name, FAILURES[folder.name], str(folder / "kv_cache.py"))
 
@@ -209,7 +213,9 @@ def test_merge_refuses_a_file_that_is_not_a_class_json(tmp_path: Path) -> None:
 def test_a_broken_grading_process_makes_the_class_run_fail(
     submissions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def grade_or_break(folder: Path, grade_args: Sequence[str], log: Path) -> Submission:
+    def grade_or_break(
+        folder: Path, grade_args: Sequence[str], log: Path, limit: float | None = None
+    ) -> Submission:
         if folder.name == "cat":
             return Submission("cat", "broken", -9, note="grading process broke (exit -9): ")
         return fake_grade_submission(folder, grade_args, log)
@@ -221,6 +227,51 @@ def test_a_broken_grading_process_makes_the_class_run_fail(
     assert "| broken |" in row and "exit -9" in row
 
 
+SLEEPER = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _gone(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    return not status.exists() or "\nState:\tZ" in status.read_text()
+
+
+def test_submission_time_limit_stops_the_whole_process_group(tmp_path: Path) -> None:
+    log = tmp_path / "sleeper.log"
+    assert classroom._run_grade([sys.executable, "-c", SLEEPER], log, limit=5) is None
+    grandchild = int(log.read_text().split()[0])
+    deadline = time.monotonic() + 10
+    while not _gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(grandchild)
+
+
+def test_a_submission_past_its_time_limit_is_a_broken_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(classroom, "_run_grade", lambda command, log, limit: None)
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "slow.log").write_text("bringing up nodes...\n")
+    row = classroom.grade_submission(tmp_path / "slow", [], tmp_path / "slow.log", 7.0)
+    assert (row.status, row.returncode) == ("broken", None)
+    assert row.note == "grading ran past the --submission-timeout of 7 s and was stopped"
+
+
+def test_the_callers_module_variables_do_not_reach_a_submission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KV, "somebody_elses_attempt.py")
+    monkeypatch.setenv("GPTLAB_UNRELATED", "kept")
+    show = "import os; print(os.environ.get('KV_CACHE_MODULE'), os.environ['GPTLAB_UNRELATED'])"
+    log = tmp_path / "env.log"
+    assert classroom._run_grade([sys.executable, "-c", show], log, limit=None) == 0
+    assert log.read_text() == "None kept\n"
+
+
 @pytest.mark.parametrize(
     ("make", "arguments", "message"),
     [
@@ -229,6 +280,7 @@ def test_a_broken_grading_process_makes_the_class_run_fail(
         (True, ["--submissions", "{root}", "--shard", "3/2"], "--shard must be I/N"),
         (True, ["--submissions", "{root}", "--jobs", "0"], "--jobs must be >= 1"),
         (True, ["--submissions", "{root}", "--timeout", "0"], "--timeout must be > 0"),
+        (True, ["--submissions", "{root}", "--submission-timeout", "-1"], "--submission-timeout"),
         (True, ["merge", "{out}"], "usage: merge OUT_DIR"),
     ],
 )

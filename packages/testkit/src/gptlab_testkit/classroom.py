@@ -34,9 +34,12 @@ before anything is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,6 +61,9 @@ USAGE = __doc__ or ""
 DEFAULT_OUT = "grade-results"
 PACKAGE_ORDER = (*RUNTIME_PACKAGES, "integration")
 PYTEST_INTERNAL_ERROR = 3
+# A whole submission's grading, for what the per-test limit cannot stop (a candidate
+# that hangs while its module is imported, during collection).
+DEFAULT_SUBMISSION_TIMEOUT_S = 1800.0
 
 Status = Literal["graded", "not graded", "broken"]
 
@@ -163,28 +169,58 @@ def _note_from_log(log: str, returncode: int) -> str:
     return f"no test ran (exit {returncode})" + (f": {lines[-1]}" if lines else "")
 
 
-def grade_submission(folder: Path, grade_args: Sequence[str], log_path: Path) -> Submission:
-    """Run `grade FOLDER --json` in its own process; its output goes to `log_path`."""
+# Process groups of the grading processes now running, killed whole on a time limit
+# or when the class run itself is interrupted (they run in sessions of their own).
+_running: set[int] = set()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _run_grade(command: list[str], log_path: Path, limit: float | None) -> int | None:
+    """Exit status of `command` (output to `log_path`), or None when it ran past `limit`."""
+    # A caller's *_MODULE variables must not swap modules into every submission.
+    env = {key: value for key, value in os.environ.items() if key not in VARIABLES}
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        _running.add(process.pid)
+        try:
+            return process.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            _kill_group(process.pid)  # grade, its pytest and the pytest workers
+            process.wait()
+            return None
+        finally:
+            _running.discard(process.pid)
+
+
+def grade_submission(
+    folder: Path, grade_args: Sequence[str], log_path: Path, limit: float | None = None
+) -> Submission:
+    """Run `grade FOLDER --json` in its own process group; its output goes to `log_path`."""
     with tempfile.TemporaryDirectory(prefix="gptlab-class-") as scratch:
         report = Path(scratch) / f"{folder.name}.json"
         command = [sys.executable, "-m", "gptlab_testkit.grade", str(folder.resolve())]
         command += ["--json", str(report), *grade_args]
         started = time.monotonic()
-        with log_path.open("w", encoding="utf-8") as log:
-            completed = subprocess.run(
-                command, stdout=log, stderr=subprocess.STDOUT, text=True, check=False
-            )
+        returncode = _run_grade(command, log_path, limit)
         seconds = time.monotonic() - started
         output = log_path.read_text(encoding="utf-8", errors="replace")
-        if not report.exists():
+        try:
+            payload = json.loads(report.read_text(encoding="utf-8"))
+            tests = results_from(payload["tests"])
+        except (OSError, ValueError, KeyError, TypeError):
             last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
-            note = f"grading process broke (exit {completed.returncode}): {last.strip()}"
-            return Submission(
-                folder.name, "broken", completed.returncode, note=note, seconds=seconds
-            )
-        payload = json.loads(report.read_text(encoding="utf-8"))
+            if returncode is None:
+                note = f"grading ran past the --submission-timeout of {limit:g} s and was stopped"
+            else:
+                note = f"grading process broke (exit {returncode}): {last.strip()}"
+            return Submission(folder.name, "broken", returncode, note=note, seconds=seconds)
     returncode = int(payload["returncode"])
-    tests = results_from(payload["tests"])
     status: Status = "broken" if returncode == PYTEST_INTERNAL_ERROR else "graded"
     note = "" if tests else _note_from_log(output, returncode)
     return Submission(
@@ -209,11 +245,18 @@ def grade_all(folders: Sequence[Path], grader: Grader, jobs: int) -> list[Submis
         tqdm(total=len(folders), desc="grading", unit="submission", file=sys.stderr) as bar,
     ):
         futures = [pool.submit(grader, folder) for folder in folders]
-        for future in as_completed(futures):
-            submission = future.result()
-            done.append(submission)
-            bar.write(f"{submission.name}: {submission.verdict} ({submission.seconds:.0f} s)")
-            bar.update()
+        try:
+            for future in as_completed(futures):
+                submission = future.result()
+                done.append(submission)
+                bar.write(f"{submission.name}: {submission.verdict} ({submission.seconds:.0f} s)")
+                bar.update()
+        except BaseException:  # Ctrl-C: no grading process may outlive the class run
+            for future in futures:
+                future.cancel()
+            for pgid in list(_running):
+                _kill_group(pgid)
+            raise
     return sorted(done, key=lambda submission: submission.name)
 
 
@@ -362,6 +405,7 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT))
     parser.add_argument("--shard")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--submission-timeout", type=float, default=DEFAULT_SUBMISSION_TIMEOUT_S)
     # Passed through to each `grade`, only when given: grade keeps the defaults.
     parser.add_argument("--timeout", type=float)
     parser.add_argument("--memory-limit", type=int)
@@ -372,6 +416,9 @@ def _options(argv: list[str]) -> argparse.Namespace:
         raise ValueError("see `python -m gptlab_testkit.classroom` for the class options") from None
     if options.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {options.jobs}")
+    if options.submission_timeout < 0:
+        limit = options.submission_timeout
+        raise ValueError(f"--submission-timeout must be >= 0 seconds (0: none), got {limit:g}")
     if options.out.exists() and not options.out.is_dir():
         raise ValueError(f"--out {options.out}: exists and is not a folder")
     return options
@@ -418,7 +465,8 @@ def grade_class(argv: list[str], pytest_args: list[str]) -> int:
     def grader(folder: Path) -> Submission:
         if not folder_assignments(folder):
             return not_graded(folder)
-        return grade_submission(folder, grade_args, logs / f"{folder.name}.log")
+        limit = options.submission_timeout or None
+        return grade_submission(folder, grade_args, logs / f"{folder.name}.log", limit)
 
     submissions = grade_all(folders, grader, options.jobs)
     write_class(options.out, submissions, class_payload(submissions, settings, **payload_extra))
