@@ -1,16 +1,19 @@
 """Grade a whole class of attempts into one table: `nox -s grade -- --submissions DIR`.
 
     python -m gptlab_testkit.grade --submissions DIR [--out OUT] [--shard I/N] [--jobs N]
-                                   [--timeout S] [--memory-limit MIB] [--workers N]
-                                   [-- pytest args]
+                                   [--submission-timeout S] [--timeout S]
+                                   [--memory-limit MIB] [--workers N] [-- pytest args]
     python -m gptlab_testkit.grade merge OUT A.json B.json ...
 
-Every subfolder of DIR (sorted by name, hidden ones skipped) is one submission: a
-seed-style attempt folder or a set of package files, mapped as `grade FOLDER` maps
-them. Each is graded by its own `python -m gptlab_testkit.grade FOLDER --json ...`
-process (itself running the tests in isolated workers), from the current directory
-(the repository root), with --timeout, --memory-limit, --workers and the pytest
-args passed through. A folder where no module maps is a row saying so.
+Every subfolder of DIR (sorted by name; hidden and `_` ones skipped) is one
+submission: a seed-style attempt folder or a set of package files, mapped as
+`grade FOLDER` maps them. Each is graded by its own `python -m gptlab_testkit.grade
+FOLDER --json ...` process (itself running the tests in isolated workers), from the
+current directory (the repository root), in a process group of its own, without
+the caller's *_MODULE variables, with --timeout, --memory-limit, --workers and the
+pytest args passed through. A folder where no module maps is a row saying so.
+--submission-timeout (default 1800 s, 0: none) stops a submission's whole grading,
+for what the per-test limit cannot stop (a candidate hanging while imported).
 
 Written into OUT (default ./grade-results):
   class.md    the class table: per submission its verdict, per package passed/failed
@@ -27,8 +30,8 @@ by side (default 1; each already uses --workers test processes).
 
 Exit status: 0 when every submission was graded, whatever the verdicts (it is a
 class report); 1 when a submission's grading process itself broke (it wrote no
-results, or pytest reported an internal error); 2 on a usage error, reported
-before anything is written.
+results, ran past --submission-timeout, or pytest reported an internal error);
+2 on a usage error, reported before anything is written.
 """
 
 from __future__ import annotations
