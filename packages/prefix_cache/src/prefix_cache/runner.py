@@ -60,13 +60,19 @@ def reuse_cap(prompt_length: int, block_size: int) -> int:
     return block_size * ((prompt_length - 1) // block_size)
 
 
+# What the runner uses of its cache: search without counting, copy, count, publish.
+_CACHE_INTERFACE = ("block_size", "_longest", "_match", "_record", "store")
+
+
 class PrefixCachedRunner:
     """Batch-1 prefill through a cache-aware model, sharing prefixes via a PrefixCache."""
 
     def __init__(self, model: CacheAwareModel, cache: PrefixCache, namespace: PrefixCacheNamespace):
         if not callable(model):
             raise TypeError(f"model must be callable, got {type(model).__name__}")
-        if not isinstance(cache, PrefixCache):
+        # Duck-typed: a PrefixCache built from this package's code, also when the class
+        # object differs (a reloaded or mutated module).
+        if not all(hasattr(cache, name) for name in _CACHE_INTERFACE):
             raise TypeError(f"cache must be a PrefixCache, got {type(cache).__name__}")
         self.model = model
         self.cache = cache
