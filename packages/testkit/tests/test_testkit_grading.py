@@ -130,3 +130,73 @@ def test_readme_routing_table_matches_routing_toml() -> None:
     for owner in OWNERS.values():
         row = f"| `{owner.key}` | {owner.package} | {owner.mechanism} | {owner.repair} |"
         assert row in text, f"README routing table is stale for {owner.key}"
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, source in files.items():
+        (folder / name).write_text(source)
+    return folder
+
+
+def test_folder_maps_seed_names_preferring_attempts(tmp_path: Path) -> None:
+    from gptlab_testkit.candidates import folder_assignments
+
+    folder = _write(
+        tmp_path / "labs",
+        {
+            "tiny_gpt.py": "",
+            "tiny_gpt_attempt.py": "",
+            "cache_aware_lm.py": "",
+            "speculative.py": "",
+            "notes.py": "",
+        },
+    )
+    assert folder_assignments(folder) == {
+        "TINY_GPT_MODULE": folder / "tiny_gpt_attempt.py",
+        "CACHE_AWARE_LM_MODULE": folder / "cache_aware_lm.py",
+        "SPECULATIVE_DECODING_MODULE": folder / "speculative.py",
+    }
+    assignments = parse_assignments([str(folder), f"cache_aware_lm={folder / 'notes.py'}"])
+    assert assignments["TINY_GPT_MODULE"] == str(folder / "tiny_gpt_attempt.py")
+    assert assignments["CACHE_AWARE_LM_MODULE"] == str(folder / "notes.py")
+    with pytest.raises(UsageError, match="no module named like the seed"):
+        parse_assignments([str(_write(tmp_path / "empty", {"helpers.py": ""}))])
+
+
+def test_candidate_siblings_do_not_shadow_the_projects_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder's cache_aware_lm.py imports its own tiny_gpt; this project's imports stay ours."""
+    folder = _write(
+        tmp_path / "seed_labs",
+        {
+            "tiny_gpt.py": "WHO = 'mine'\nGPTConfig = CausalLMOutput = TinyGPT = None\n",
+            "cache_aware_lm.py": (
+                "from tiny_gpt import WHO\n"
+                "import kv_cache\n"
+                "def make_test_model():\n    import tiny_gpt\n    return tiny_gpt.WHO\n"
+                "def make_eos_test_model():\n    return kv_cache\n"
+            ),
+        },
+    )
+    monkeypatch.setenv("CACHE_AWARE_LM_MODULE", str(folder / "cache_aware_lm.py"))
+    monkeypatch.setenv("TINY_GPT_MODULE", str(folder / "tiny_gpt.py"))
+    load_candidate.cache_clear()
+    try:
+        from gptlab_testkit.models import cache_aware_modules
+
+        mine = load_candidate("CACHE_AWARE_LM_MODULE")
+        assert mine.WHO == mine.make_test_model() == "mine"
+        # one module object per file: the sibling import and the variable agree
+        assert load_candidate("TINY_GPT_MODULE").WHO is mine.WHO
+        import cache_aware_lm
+        import cache_aware_lm.modern
+        import kv_cache
+
+        assert cache_aware_lm is not mine and hasattr(cache_aware_lm.modern, "make_test_model")
+        assert mine.make_eos_test_model() is kv_cache  # not a sibling: the usual import
+        assert cache_aware_modules() == {"candidate": mine}
+        assert "tiny_gpt" not in __import__("sys").modules
+    finally:
+        load_candidate.cache_clear()

@@ -147,7 +147,7 @@ def main(argv: list[str]) -> int:
     ):
         from .classroom import main as grade_class
 
-        return grade_class(own, pytest_args)
+        return int(grade_class(own, pytest_args))
     try:
         options = _options(own)
         assignments = parse_assignments(options.candidates)

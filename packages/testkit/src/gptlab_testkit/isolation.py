@@ -12,7 +12,7 @@ leave open, on the worker side and the controller side of the same run:
   (a hang inside C code, or a candidate that swallows pytest-timeout's exception);
 - a stop list: once a test timed out, or three tests crashed their process, the
   candidate to blame (the innermost candidate frame of a timeout, else the swapped
-  variables the test exercises, else its package) is stopped: every later test that
+  variables the test exercises) is stopped: every later test that
   exercises it fails at once ("not run: ...") in every suite, so a hanging or
   crashing candidate costs about one time limit, not one per test;
 - a KeyboardInterrupt raised inside a test fails that test instead of the session.
@@ -64,7 +64,7 @@ class SharedState:
         for sub in ("stop", "crashes", "killed"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
 
-    # -- the stop list: a suspect (variable or package) -> why its tests are not run
+    # -- the stop list: a suspect (a candidate's variable) -> why its tests are not run
     def stop(self, suspect: str, why: str) -> None:
         path = self.folder / "stop" / suspect
         if not path.exists():
@@ -130,9 +130,11 @@ def timeout_seconds(config: pytest.Config) -> float:
 
 
 def suspects_of(result: TestResult) -> list[str]:
-    """Who to stop when this test hangs or crashes: its swapped candidates, else its package."""
-    swapped = [v for v in result.variables if not is_reference(v)]
-    return swapped or [result.package]
+    """Who to stop when this test hangs or crashes: the swapped candidates it exercises.
+
+    A test that exercises no candidate stops nothing: its own failure says enough.
+    """
+    return [v for v in result.variables if not is_reference(v)]
 
 
 def innermost_candidate(tb: TracebackType | None, variables: Sequence[str]) -> str | None:
@@ -151,6 +153,6 @@ def innermost_candidate(tb: TracebackType | None, variables: Sequence[str]) -> s
 
 
 def fail_if_stopped(state: SharedState, result: TestResult) -> None:
-    why = state.stopped([*result.variables, result.package])
+    why = state.stopped(result.variables)
     if why is not None:
         pytest.fail(f"not run: {why}", pytrace=False)

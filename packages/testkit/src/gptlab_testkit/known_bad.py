@@ -12,9 +12,16 @@ the owner the ladder must route it to:
 Every candidate is graded like `grade` does (contract tests, fresh process) on
 the suite of the package it replaces. A candidate whose mistake breaks one of this
 project's extensions rather than CONTRACTS.md declares `SCOPE = "all"` and is
-graded on the whole suite, extension tests included. A candidate is caught when that suite
+graded on the whole suite, extension tests included. A hostile candidate (one that
+hangs, ends its process, aborts, segfaults or allocates without bound) declares
+`RUN = "isolated"` and is graded under `grade`'s own isolation (xdist worker,
+per-test time limit, memory limit). A candidate is caught when that suite
 fails and at least one failure is routed to EXPECTED_OWNER. The references must
 pass the same suites. Prints a table and `known-bad caught: N/M`.
+
+`--faithful DIR` holds candidates that must pass: `good_*.py` files (graded on their
+package's contract suite and the slice) and seed-style attempt folders (every module
+the folder maps, graded together on their packages' contract suites and the slice).
 """
 
 from __future__ import annotations
@@ -28,13 +35,21 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from .candidates import VARIABLES
+from .candidates import VARIABLES, folder_assignments
+from .grade import grading_args
 from .owners import OWNERS
 from .reporting import failed_owners, table
 from .suites import PytestPool, SuiteRun
 
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
 SCOPES = {"contract": ("-m", "contract", *_QUIET_ARGS), "all": _QUIET_ARGS}
+# Hostile candidates: a short limit keeps the ladder quick; honest tests take seconds.
+ISOLATED_TIMEOUT_S = 20.0
+ISOLATED_MEMORY_MIB = 4096
+RUNS = {
+    "in-process": (),
+    "isolated": tuple(grading_args(ISOLATED_TIMEOUT_S, ISOLATED_MEMORY_MIB, workers=1)),
+}
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,7 @@ class KnownBad:
     variable: str
     expected_owner: str
     scope: str = "contract"
+    run: str = "in-process"
 
     @property
     def suite(self) -> Path:
@@ -79,7 +95,10 @@ def read_known_bad(path: Path) -> KnownBad:
     scope = manifest.get("SCOPE", "contract")
     if scope not in SCOPES:
         raise ValueError(f"{path.name}: SCOPE must be one of {sorted(SCOPES)}, got {scope!r}")
-    return KnownBad(path, manifest["mistake"], manifest["variable"], owner, scope)
+    run = manifest.get("RUN", "in-process")
+    if run not in RUNS:
+        raise ValueError(f"{path.name}: RUN must be one of {sorted(RUNS)}, got {run!r}")
+    return KnownBad(path, manifest["mistake"], manifest["variable"], owner, scope, run)
 
 
 @dataclass
@@ -112,23 +131,38 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Faithful:
-    """A stranger's faithful implementation: it must pass its contract suite and the slice."""
+    """A stranger's faithful implementation: it must pass its contract suites and the slice."""
 
     path: Path
-    description: str
-    variable: str
+    modules: dict[str, Path]  # variable -> file (one for a good_*.py, several for a folder)
 
     @property
     def suites(self) -> list[str]:
-        return [
-            str(Path("packages") / VARIABLES[self.variable].package / "tests"),
-            "integration_tests",
-        ]
+        packages = sorted(VARIABLES[variable].package for variable in self.modules)
+        return [str(Path("packages") / name / "tests") for name in packages] + ["integration_tests"]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {variable: str(path.resolve()) for variable, path in self.modules.items()}
 
 
 def read_faithful(path: Path) -> Faithful:
-    bad = _manifest(path)
-    return Faithful(path, bad["mistake"], bad["variable"])
+    """A good_*.py file (declaring VARIABLE) or a seed-style attempt folder."""
+    if path.is_dir():
+        modules = folder_assignments(path)
+        if not modules:
+            raise ValueError(f"{path}: faithful folder maps no module (see folder_assignments)")
+        return Faithful(path, modules)
+    return Faithful(path, {_manifest(path)["variable"]: path})
+
+
+def faithful_candidates(folder: Path | None, only: str = "") -> list[Faithful]:
+    if folder is None:
+        return []
+    paths = sorted(folder.glob("good_*.py")) + sorted(
+        path for path in folder.iterdir() if path.is_dir() and not path.name.startswith((".", "_"))
+    )
+    return [read_faithful(path) for path in paths if only in path.stem]
 
 
 def _must_pass(
@@ -140,15 +174,15 @@ def _must_pass(
         for suite in sorted(suites)
     ]
     for good in faithful:
-        env = {good.variable: str(good.path.resolve())}
-        label = f"faithful {good.path.stem} on {' + '.join(good.suites)}"
-        runs.append((label, pool.submit(good.suites, env, SCOPES["contract"])))
+        label = f"faithful {good.path.name} on {' + '.join(good.suites)}"
+        runs.append((label, pool.submit(good.suites, good.env, SCOPES["contract"])))
     return runs
 
 
 def _must_fail(pool: PytestPool, candidate: KnownBad) -> Future[SuiteRun]:
     env = {candidate.variable: str(candidate.path.resolve())}
-    return pool.submit([str(candidate.suite)], env, SCOPES[candidate.scope])
+    args = (*SCOPES[candidate.scope], *RUNS[candidate.run])
+    return pool.submit([str(candidate.suite)], env, args)
 
 
 def main(argv: list[str]) -> int:
@@ -166,11 +200,7 @@ def main(argv: list[str]) -> int:
         print(f"known_bad: no bad_*.py candidates in {args.folder}", file=sys.stderr)
         return 2
     candidates = [read_known_bad(path) for path in paths]
-    faithful = [
-        read_faithful(path)
-        for path in sorted(args.faithful.glob("good_*.py") if args.faithful else [])
-        if args.only in path.stem
-    ]
+    faithful = faithful_candidates(args.faithful, args.only)
 
     started = time.perf_counter()
     problems: list[str] = []

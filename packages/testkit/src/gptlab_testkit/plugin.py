@@ -124,7 +124,7 @@ def one_line_reason(report: pytest.TestReport) -> str:
     if timeout:
         return f"timed out after {float(timeout.group(1)):g} s"
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return line[:300]
+    return line.removeprefix("Failed: ")[:300]
 
 
 class GptlabSession:
