@@ -41,7 +41,7 @@ pytestmark = [pytest.mark.owner("kv_cache_validation"), pytest.mark.extension]
 LAYERS, B, H, CAP, D = 2, 2, 2, 8, 3
 DEVICE = test_device()
 OTHER_DEVICES = other_devices(DEVICE)
-EXAMPLES = boundary_settings(max_examples=60)
+EXAMPLES = boundary_settings(max_examples=45)
 
 Past = tuple[tuple[Any, Any], ...]
 
@@ -249,7 +249,7 @@ def test_malformed_append_is_rejected_and_changes_nothing(call):
 
 
 @given(call=append_calls(broken=False))
-@boundary_settings(max_examples=20)
+@boundary_settings(max_examples=10)
 def test_the_unbroken_append_is_accepted(call):
     state, valid = call
     state.cache.append(*valid.args)
@@ -302,7 +302,7 @@ def test_malformed_load_is_rejected_and_changes_nothing(data):
 
 
 @given(data=st.data())
-@boundary_settings(max_examples=20)
+@boundary_settings(max_examples=10)
 def test_the_unbroken_load_is_accepted(data):
     state = data.draw(loaded_caches(room=0))
     valid = data.draw(load_arguments(state.cache, broken=False))
@@ -519,7 +519,7 @@ def test_malformed_slot_write_is_rejected_and_writes_nothing(bad):
 
 
 @given(valid=slot_writes(broken=False))
-@boundary_settings(max_examples=20)
+@boundary_settings(max_examples=10)
 def test_the_unbroken_slot_write_is_accepted(valid):
     key_cache, value_cache, key_new, value_new, slots = valid.args
     kvc.append_kv_cache(*valid.args)
@@ -640,5 +640,5 @@ class KVCacheMachine(RuleBasedStateMachine):
             assert key_copy.data_ptr() != stored_key.data_ptr()
 
 
-KVCacheMachine.TestCase.settings = boundary_settings(max_examples=20, stateful_step_count=10)
+KVCacheMachine.TestCase.settings = boundary_settings(max_examples=15, stateful_step_count=10)
 test_kv_cache_state_machine = KVCacheMachine.TestCase

@@ -49,7 +49,7 @@ NS = pc.PrefixCacheNamespace("model-a", "cache-0")
 LAYERS, HEADS, HEAD_DIM = 2, 2, 3
 BLOCK = 4
 PROMPT = (3, 1, 4, 1, 5, 9, 2, 6, 5)  # two full blocks and a tail
-EXAMPLES = boundary_settings(max_examples=60)
+EXAMPLES = boundary_settings(max_examples=45)
 
 
 @dataclass
@@ -536,5 +536,5 @@ class PrefixCacheMachine(RuleBasedStateMachine):
         assert stats.kv_bytes == self.cache.kv_bytes == stored * self.bytes_per_token
 
 
-PrefixCacheMachine.TestCase.settings = boundary_settings(max_examples=20, stateful_step_count=12)
+PrefixCacheMachine.TestCase.settings = boundary_settings(max_examples=15, stateful_step_count=10)
 test_prefix_cache_state_machine = PrefixCacheMachine.TestCase
