@@ -28,7 +28,13 @@ def merge_heads(x: Tensor) -> Tensor:
 
 def check_attention_inputs(query: object, keys: object, values: object, mask: object) -> None:
     """Shapes ``[B, H, T, D]``, ``[B, H_kv, S, D]`` twice, bool ``[B, 1, T, S]``; H_kv | H;
-    one float dtype and one device. Python comparisons only: no device reads."""
+    one float dtype and one device. Python comparisons only: no device reads.
+
+    A well-formed call (the per-layer hot path) passes one combined test; only a
+    malformed one walks the detailed checks below to name what is wrong.
+    """
+    if _well_formed(query, keys, values, mask):
+        return
     named = {"query": query, "keys": keys, "values": values, "mask": mask}
     for name, value in named.items():
         if not isinstance(value, Tensor):
@@ -63,6 +69,34 @@ def check_attention_inputs(query: object, keys: object, values: object, mask: ob
     for name, value in (("keys", keys), ("values", values), ("mask", mask)):
         if value.device != query.device:
             raise ValueError(f"{name} is on {value.device}, query on {query.device}")
+
+
+def _well_formed(query: object, keys: object, values: object, mask: object) -> bool:
+    if not (
+        isinstance(query, Tensor)
+        and isinstance(keys, Tensor)
+        and isinstance(values, Tensor)
+        and isinstance(mask, Tensor)
+    ):
+        return False
+    q, k = query.shape, keys.shape
+    return (
+        len(q) == 4
+        and len(k) == 4
+        and values.shape == k
+        and k[0] == q[0]
+        and k[3] == q[3]
+        and k[1] > 0
+        and q[1] % k[1] == 0
+        and mask.shape == (q[0], 1, q[2], k[2])
+        and mask.dtype is torch.bool
+        and query.is_floating_point()
+        and keys.dtype is query.dtype
+        and values.dtype is query.dtype
+        and keys.device == query.device
+        and values.device == query.device
+        and mask.device == query.device
+    )
 
 
 def grouped_query_attention(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:

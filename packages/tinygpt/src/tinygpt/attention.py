@@ -57,9 +57,12 @@ class CausalSelfAttention(nn.Module):
     def check_inputs(self, hidden_states: object, past_key_value: object) -> None:
         """hidden [B, T, C] and an optional past (key, value) [B, H, P, D]: shapes, dtype, device.
 
-        Python-only comparisons (no device reads), so the per-layer cost stays small.
+        Python-only comparisons (no device reads). A well-formed call (the per-layer hot
+        path) passes one combined test; only a malformed one walks the detailed checks.
         """
         weight = self.qkv_proj.weight
+        if self._well_formed(hidden_states, past_key_value, weight):
+            return
         if not isinstance(hidden_states, Tensor):
             raise ArgumentTypeError(
                 f"hidden_states must be a Tensor, got {type_name(hidden_states)}"
@@ -101,6 +104,29 @@ class CausalSelfAttention(nn.Module):
                 )
         if past_key_value[0].shape[2] != past_key_value[1].shape[2]:
             raise ValueError("past_key_value key and value must hold the same number of positions")
+
+    def _well_formed(self, hidden: object, past: object, weight: Tensor) -> bool:
+        if not isinstance(hidden, Tensor) or hidden.dtype is not weight.dtype:
+            return False
+        B, T, C = hidden.shape if hidden.dim() == 3 else (0, 0, 0)
+        if B < 1 or T < 1 or self.n_heads * self.head_dim != C or hidden.device != weight.device:
+            return False
+        if past is None:
+            return True
+        if not isinstance(past, tuple) or len(past) != 2:
+            return False
+        key, value = past
+        return (
+            isinstance(key, Tensor)
+            and isinstance(value, Tensor)
+            and key.dim() == 4
+            and key.shape == value.shape
+            and (key.shape[0], key.shape[1], key.shape[3]) == (B, self.n_heads, self.head_dim)
+            and key.dtype is weight.dtype
+            and value.dtype is weight.dtype
+            and key.device == hidden.device
+            and value.device == hidden.device
+        )
 
     def split_heads(self, qkv: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """[B, T, 3C] -> three [B, H, T, D] (transpose before heads meet time)."""
