@@ -189,11 +189,36 @@ def compiled(session: nox.Session) -> None:
     )
 
 
+PAIR_WEIGHTS = PACKAGES_DIR / "stdlib_pair" / "src" / "stdlib_pair" / "weights"
+
+
+@nox.session(name="stdlib_pair")
+def stdlib_pair_suite(session: nox.Session) -> None:
+    """The trained pair: strict loading, documented held-out loss, the demo in quick mode."""
+    install_packages(session, "stdlib_pair")
+    session.run("pytest", str(PACKAGES_DIR / "stdlib_pair" / "tests"), *session.posargs)
+
+
+@nox.session(default=False)
+def train(session: nox.Session) -> None:
+    """Retrain the target and draft pair deterministically into the package's weights folder."""
+    install_packages(session, "stdlib_pair", extras="")
+    session.run("python", "-m", "stdlib_pair.train", "--out", str(PAIR_WEIGHTS), *session.posargs)
+
+
+@nox.session(default=False)
+def demo(session: nox.Session) -> None:
+    """Speculative decoding with the trained pair, streamed: `nox -s demo -- "def f(n):"`."""
+    install_packages(session, "stdlib_pair", extras="demo")
+    session.run("python", "-m", "stdlib_pair.demo", *session.posargs)
+
+
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks: writes bench/report.md and PNG plots (`-- --quick`, `-- --device cuda`)."""
     install_packages(session, *RUNTIME_PACKAGES, extras="")
     install_packages(session, "tinygpt", "cache_aware_lm", extras="hf")
+    install_packages(session, "stdlib_pair", extras="")  # the trained pair (section 7)
     session.install("matplotlib>=3.8")
     session.run("python", "-m", "bench.run", *session.posargs)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from . import chunked, context, decode, paged, prefix, spec
+from . import chunked, context, decode, fast, paged, prefix, spec
 from .common import Progress, Section, Settings, TargetCheck, machine_lines
 
 SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
@@ -29,6 +29,7 @@ SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
     chunked.run,
     spec.run,
     paged.run,
+    fast.run,
 )
 TITLES = (
     "decode throughput",
@@ -37,6 +38,7 @@ TITLES = (
     "chunked prefill",
     "speculative decoding",
     "paged K/V",
+    "fast path (compiled decode, trained pair)",
 )
 
 
