@@ -238,7 +238,7 @@ def forward_strategy(model, forward_call):
 
 
 @pytest.mark.owner("cache_metadata")
-@boundary_settings(40)
+@boundary_settings(30)
 @given(data=st.data())
 def test_forward_rejects_each_malformed_argument(model, forward_call, forward_strategy, data):
     with torch.no_grad():
@@ -269,7 +269,7 @@ def generate_strategy(model):
 
 
 @pytest.mark.owner("cache_metadata")
-@boundary_settings(30)
+@boundary_settings(20)
 @given(data=st.data(), training=st.booleans())
 def test_generate_rejects_each_malformed_argument_and_leaves_the_model(
     model, generate_strategy, data, training
@@ -364,7 +364,7 @@ def serve_setup(model):
 
 
 @pytest.mark.owner("serving_decode")
-@boundary_settings(40)
+@boundary_settings(25)
 @given(data=st.data())
 def test_serve_generate_rejects_each_malformed_argument_and_leaves_the_storage(
     model, serve_setup, data
@@ -435,7 +435,7 @@ def mask_cases(call: dict[str, Any]) -> st.SearchStrategy[Case]:
 
 
 @pytest.mark.owner("position_origins")
-@boundary_settings(30)
+@boundary_settings(25)
 @given(data=st.data())
 def test_absolute_position_mask_rejects_each_malformed_argument(attention_inputs, data):
     call, _, strategies = attention_inputs
@@ -460,7 +460,7 @@ def attention_cases(call: dict[str, Any]) -> st.SearchStrategy[Case]:
 
 
 @pytest.mark.owner("modern_architecture")
-@boundary_settings(30)
+@boundary_settings(25)
 @given(data=st.data(), folded=st.booleans())
 def test_attention_kernels_reject_each_malformed_argument(attention_inputs, data, folded):
     _, call, strategies = attention_inputs
@@ -469,7 +469,7 @@ def test_attention_kernels_reject_each_malformed_argument(attention_inputs, data
 
 
 @pytest.mark.owner("cache_metadata")
-@boundary_settings(20)
+@boundary_settings(15)
 @given(data=st.data())
 def test_validate_forward_inputs_and_geometry_reject_malformed_arguments(gqa_model, data):
     geometry = gqa_model.geometry
@@ -492,7 +492,7 @@ def test_validate_forward_inputs_and_geometry_reject_malformed_arguments(gqa_mod
 
 
 @pytest.mark.owner("cache_metadata")
-@boundary_settings(20)
+@boundary_settings(15)
 @given(data=st.data())
 def test_cache_writers_reject_malformed_arguments(gqa_model, data):
     with torch.no_grad():
@@ -575,7 +575,7 @@ APPLY_ROTARY_CASES = st.one_of(
 
 
 @pytest.mark.owner("modern_architecture")
-@boundary_settings(40)
+@boundary_settings(30)
 @given(data=st.data())
 def test_modern_config_and_layers_reject_each_malformed_argument(gqa_model, data):
     modern = pytest.importorskip("cache_aware_lm.modern")
@@ -628,7 +628,7 @@ def llama_states():
 
 
 @pytest.mark.owner("llama_interop")
-@boundary_settings(30)
+@boundary_settings(25)
 @given(data=st.data(), with_config=st.booleans())
 def test_from_llama_state_dict_names_the_malformed_key(llama_states, data, with_config):
     modern, config, _, llama = llama_states
@@ -649,7 +649,7 @@ def test_from_llama_state_dict_names_the_malformed_key(llama_states, data, with_
 
 
 @pytest.mark.owner("llama_interop")
-@boundary_settings(30)
+@boundary_settings(25)
 @given(data=st.data(), with_config=st.booleans())
 def test_to_llama_state_dict_names_the_malformed_key(llama_states, data, with_config):
     modern, config, ours, _ = llama_states

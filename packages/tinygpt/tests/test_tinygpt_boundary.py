@@ -123,7 +123,7 @@ def config_cases() -> st.SearchStrategy[Case]:
 
 
 @pytest.mark.owner("config_validation")
-@boundary_settings(60)
+@boundary_settings(50)
 @given(case=config_cases(), through_replace=st.booleans())
 def test_config_rejects_each_malformed_field(tiny_sizes, case, through_replace):
     """Construction and dataclasses.replace refuse it; huge sizes fail at once, naming the field."""
@@ -263,7 +263,7 @@ def forward_strategy(shared_model, forward_call):
 
 
 @pytest.mark.owner("cache_validation")
-@boundary_settings(90)
+@boundary_settings(60)
 @given(data=st.data())
 def test_forward_rejects_each_malformed_argument(
     shared_model, forward_call, forward_strategy, data
@@ -322,7 +322,7 @@ def generate_strategy(dropout_model, prompt):
 
 
 @pytest.mark.owner("eos_context")
-@boundary_settings(60)
+@boundary_settings(40)
 @given(data=st.data(), training=st.booleans())
 def test_generate_rejects_each_malformed_argument_and_leaves_the_model(
     dropout_model, prompt, generate_strategy, data, training
@@ -379,7 +379,7 @@ def attention_call(shared_model, make_tokens):
 
 
 @pytest.mark.owner("cache_validation")
-@boundary_settings(60)
+@boundary_settings(40)
 @given(data=st.data())
 def test_attention_call_rejects_each_malformed_argument(shared_model, attention_call, data):
     call, strategy = attention_call
@@ -402,7 +402,7 @@ def gpt2_state(shared_model):
 
 @needs_converters
 @pytest.mark.owner("hf_interop")
-@boundary_settings(60)
+@boundary_settings(40)
 @given(data=st.data())
 def test_from_gpt2_state_dict_names_the_malformed_key(shared_model, gpt2_state, data):
     case = data.draw(
@@ -422,7 +422,7 @@ def test_from_gpt2_state_dict_names_the_malformed_key(shared_model, gpt2_state, 
 
 @needs_converters
 @pytest.mark.owner("hf_interop")
-@boundary_settings(60)
+@boundary_settings(40)
 @given(data=st.data())
 def test_to_gpt2_state_dict_names_the_malformed_key(shared_model, data):
     # The embeddings and the first up_proj size the model, so their sizes are free;
