@@ -288,16 +288,11 @@ class KVCache:
 
     def _check_not_storage(self, name: str, tensor: Tensor) -> None:
         """New K/V must not be (a view of) this cache's own storage: the write would read
-        memory it is overwriting. Data pointers only, no kernel."""
-        first, end = memory_span(tensor)
-        if first == end:
-            return
-        # Spans are sorted and disjoint: only the last one starting at or before `first`
-        # and the one after it can overlap [first, end).
+        memory it is overwriting. One data pointer, no kernel: each storage tensor is its
+        own allocation, so anything overlapping it is a view starting inside its span."""
+        first = tensor.data_ptr()
         index = bisect_right(self._span_starts, first) - 1
-        inside_before = index >= 0 and first < self._span_ends[index]
-        reaches_next = index + 1 < len(self._span_starts) and self._span_starts[index + 1] < end
-        if inside_before or reaches_next:
+        if index >= 0 and first < self._span_ends[index] and tensor.numel() > 0:
             raise ValueError(
                 f"{name} shares memory with the cache's own storage; "
                 "pass a copy (snapshot() returns one)"
