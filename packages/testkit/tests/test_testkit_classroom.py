@@ -261,6 +261,71 @@ def test_a_submission_past_its_time_limit_is_a_broken_row(
     assert row.note == "grading ran past the --submission-timeout of 7 s and was stopped"
 
 
+def fake_run_grade(log_text: str, report: dict[str, object] | None) -> object:
+    """A stand-in for the grading process: writes its log and (unless None) its --json."""
+
+    def run_grade(command: list[str], log: Path, limit: float | None) -> int:
+        log.write_text(log_text)
+        if report is not None:
+            Path(command[command.index("--json") + 1]).write_text(json.dumps(report))
+        return 4
+
+    return run_grade
+
+
+# Under xdist a candidate that does not import shows as the CandidateError a worker raised.
+CANDIDATE_ERROR_LOG = (
+    "bringing up nodes...\n"
+    "E   gptlab_testkit.candidates.CandidateError: KV_CACHE_MODULE=/x/kv_cache.py: module could"
+    " not be imported: ImportError: cannot import name 'KVCache' (kv_cache.py:5)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("log", "report", "status", "note"),
+    [
+        (
+            CANDIDATE_ERROR_LOG,
+            {"modules": {KV: "/x/kv_cache.py"}, "returncode": 4, "tests": []},
+            "graded",
+            "candidate error: KV_CACHE_MODULE=/x/kv_cache.py: module could not be imported: "
+            "ImportError: cannot import name 'KVCache' (kv_cache.py:5)",
+        ),
+        (
+            "!!! candidate error: KV_CACHE_MODULE=a.py: module 'a' does not define 'KVCache' !!!\n",
+            {"modules": {KV: "a.py"}, "returncode": 4, "tests": []},
+            "graded",
+            "candidate error: KV_CACHE_MODULE=a.py: module 'a' does not define 'KVCache'",
+        ),
+        (
+            "collecting ...\nSegmentation fault\n",
+            None,
+            "broken",
+            "grading process broke (exit 4): Segmentation fault",
+        ),
+        (
+            "half a report\n",
+            {"modules": {}},
+            "broken",
+            "grading process broke (exit 4): half a report",
+        ),
+    ],
+)
+def test_a_run_without_tests_says_why(
+    log: str,
+    report: dict[str, object] | None,
+    status: str,
+    note: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(classroom, "_run_grade", fake_run_grade(log, report))
+    (tmp_path / "attempt").mkdir()
+    row = classroom.grade_submission(tmp_path / "attempt", [], tmp_path / "attempt.log")
+    assert (row.status, row.returncode, row.note) == (status, 4, note)
+    assert row.verdict == ("FAIL" if status == "graded" else "broken")
+
+
 def test_the_callers_module_variables_do_not_reach_a_submission(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

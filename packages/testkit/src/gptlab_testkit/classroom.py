@@ -163,12 +163,18 @@ def shard_of(items: Sequence[Path], index: int, count: int) -> list[Path]:
 # -- grading one submission
 
 
+# How a candidate that does not import shows in grade's output: the plugin's session
+# exit (serial runs) or the CandidateError a worker's collection reported (xdist).
+_CANDIDATE_ERROR_MARKERS = ("candidate error:", "CandidateError:")
+
+
 def _note_from_log(log: str, returncode: int) -> str:
-    """The candidate error the plugin printed, else the last line, for a run with no tests."""
+    """The candidate error grade printed, else its last line, for a run with no tests."""
     lines = [line.strip(" !") for line in log.splitlines() if line.strip(" !")]
     for line in lines:
-        if "candidate error:" in line:
-            return line[line.index("candidate error:") :]
+        for marker in _CANDIDATE_ERROR_MARKERS:
+            if marker in line:
+                return "candidate error: " + line.split(marker, 1)[1].strip()
     return f"no test ran (exit {returncode})" + (f": {lines[-1]}" if lines else "")
 
 
