@@ -69,7 +69,7 @@ def check_request(
     check_int("num_speculative_tokens", num_speculative_tokens, 1)
     if eos_token_id is not None:
         check_int("eos_token_id", eos_token_id, 0)
-    prompt, row = torch.stack([ids[0], where[0].to(ids.device)]).tolist()
+    prompt, row = torch.stack([ids[0], where[0]]).tolist()
     if min(prompt) < 0:
         raise ValueError(f"input_ids must be non-negative token ids, got {prompt}")
     start = row[0]
