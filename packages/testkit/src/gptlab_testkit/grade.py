@@ -21,13 +21,18 @@ Options (before any `--`):
   --json PATH           every test as JSON: package, tiers, owner, kind, outcome,
                         duration, one-line reason (the scorecard is computed from it)
   --junitxml PATH       pytest's JUnit XML
+
+A whole class: `--submissions DIR [--shard I/N] [--out OUT]` and `merge OUT A.json ...`
+(see `python -m gptlab_testkit.classroom -h`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments
@@ -124,6 +129,42 @@ def _options(argv: list[str]) -> argparse.Namespace:
     return options
 
 
+# Importing a candidate also imports torch and the project's packages.
+IMPORT_ALLOWANCE_S = 60.0
+
+
+def import_problem(assignments: dict[str, str], timeout: float) -> str | None:
+    """Import the candidates once in a throwaway process, bounded in time.
+
+    The per-test limit does not cover collection, where candidates are imported: a
+    module that hangs or ends its process while being imported would stop grading
+    with no verdict. Ordinary import errors are left to pytest's one-line report.
+    """
+    if not assignments:
+        return None
+    names = ", ".join(f"{variable}={module}" for variable, module in assignments.items())
+    limit = timeout + IMPORT_ALLOWANCE_S
+    code = "import sys\nfrom gptlab_testkit.candidates import load_candidate\n" + "".join(
+        f"try:\n    load_candidate({variable!r})\nexcept Exception:\n    pass\n"
+        for variable in assignments
+    )
+    with tempfile.TemporaryDirectory(prefix="gptlab-import-") as scratch:
+        try:
+            completed = subprocess.run(
+                [sys.executable, "-c", code],
+                env={**os.environ, **assignments},
+                cwd=scratch,
+                capture_output=True,
+                timeout=limit,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return f"importing {names} did not finish within {limit:g} s"
+    if completed.returncode != 0:
+        return f"the process importing {names} died (exit status {completed.returncode})"
+    return None
+
+
 def grading_args(timeout: float, memory_limit: int, workers: int) -> list[str]:
     """pytest options that let a run survive its candidate (shared with the ladder)."""
     return [
@@ -156,6 +197,10 @@ def main(argv: list[str]) -> int:
         return 2
 
     os.environ.update(assignments)
+    stuck = import_problem(assignments, options.timeout)
+    if stuck:
+        print(f"grade: candidate error: {stuck}", file=sys.stderr)
+        return 4
     print("gptlab grade: modules graded")
     for line in module_lines():
         print("  " + line)
