@@ -27,6 +27,7 @@ IMPORT_NAMES = {
     "chunked_prefill": "chunked_prefill",
     "speculative": "speculative",
     "paged_kv": "paged_kv",
+    "stdlib_pair": "stdlib_pair",
     "gptlab_testkit": "testkit",
 }
 PACKAGE_DIRS = sorted(p.name for p in PACKAGES.iterdir() if (p / "pyproject.toml").is_file())

@@ -20,14 +20,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import speculative
-from cache_aware_lm import make_test_model as make_reference_model
-from cache_aware_lm import modern
-from gptlab_testkit import assert_past_close, test_device
+from gptlab_testkit import assert_past_close, candidate, test_device
 from gptlab_testkit.kv_storage import data_pointers
 from gptlab_testkit.models import cache_aware_modules
-from kv_cache import KVCache
 
 MODULES = cache_aware_modules()
+# The serving path runs on the references only (see the skip below): both variants
+# come from the modules the suite already selects, storage from the kv_cache variable.
+reference_lm = MODULES.get("reference")
+modern = MODULES.get("modern")
+make_reference_model = getattr(reference_lm, "make_test_model", None)
+KVCache = candidate("KV_CACHE_MODULE").KVCache
 pytestmark = [
     pytest.mark.extension,
     pytest.mark.skipif("candidate" in MODULES, reason="the serving path runs on the references"),

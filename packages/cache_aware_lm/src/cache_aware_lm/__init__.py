@@ -7,6 +7,8 @@ default) and the absolute-position mask. ``serve_generate`` is the serving decod
 path: the same greedy tokens, with K/V written in place into request storage.
 """
 
+# The modern variant is published as a subpackage (its own __all__).
+from . import modern
 from .attention import AttentionKernel, folded_grouped_query_attention, grouped_query_attention
 from .cache_update import CacheWriter, FunctionalCacheWriter
 from .compiled import CompiledDecoder, use_inductor_cache
@@ -41,6 +43,7 @@ __all__ = [
     "grouped_query_attention",
     "make_eos_test_model",
     "make_test_model",
+    "modern",
     "serve_generate",
     "use_inductor_cache",
     "validate_forward_inputs",
