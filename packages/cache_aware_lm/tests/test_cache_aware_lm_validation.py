@@ -172,7 +172,7 @@ def test_strict_boundary_rejects_loose_input(lm, case):
         model(**call, use_cache=True)
 
 
-@pytest.mark.contract
+@pytest.mark.extension  # the page lists positions in [0, context) but no ValueError outside
 @pytest.mark.parametrize("origin", [-1, 1_000_000])
 def test_position_outside_context_is_value_error(lm, origin):
     model = lm.make_test_model().to(test_device())
