@@ -68,6 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "contract: graded invariant of CONTRACTS.md")
     config.addinivalue_line("markers", "extension: this project's behaviour beyond the contract")
     config.addinivalue_line("markers", "owner(key): routing.toml key of the owning mechanism")
+    _load_hypothesis_profile()
     session = GptlabSession(config)
     config.pluginmanager.register(session, "gptlab-session")
     if session.runs_tests:
@@ -77,6 +78,17 @@ def pytest_configure(config: pytest.Config) -> None:
         import torch
 
         torch.set_num_threads(1)
+
+
+def _load_hypothesis_profile() -> None:
+    """Verdicts must not depend on the machine's load: no deadlines, no too-slow health check.
+
+    Tests keep their own example counts; the per-test time limit bounds a real hang.
+    """
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("gptlab", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("gptlab")
 
 
 def _owner_of(item: pytest.Item) -> str | None:
