@@ -1,0 +1,1 @@
+../../../integration_tests/known_bad/bad_kv_cache_absolute_slot.py
