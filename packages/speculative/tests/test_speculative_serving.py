@@ -298,3 +298,21 @@ def test_round_callback_streams_exactly_the_emitted_tokens(target):
     assert len(rounds) == served.verification_steps
     assert sum(len(accepted) for accepted, _, _ in rounds) == served.accepted_draft_tokens
     assert any(replaced for _, _, replaced in rounds)
+
+
+@pytest.mark.owner("speculative_serving")
+@pytest.mark.parametrize(
+    "row",
+    [[2, 9, 4, 5, 6], [2**63 - 3, 2**63 - 2, 2**63 - 1, -(2**63), -(2**63) + 1]],
+    ids=["gap-in-a-middle-column", "int64-wraparound"],
+)
+def test_every_position_column_is_checked_before_any_write(target, row):
+    draft = copy.deepcopy(target)
+    target_storage, draft_storage = storage_for(target), storage_for(draft)
+    ids, _ = prompt()
+    positions = torch.tensor([row], device=test_device())
+    with pytest.raises(ValueError, match="positions"):
+        speculative.serve_speculative_generate(
+            target, draft, ids, positions, 3, 2, target_storage, draft_storage
+        )
+    assert _untouched(target_storage) and _untouched(draft_storage)

@@ -39,6 +39,7 @@ from cache_aware_lm import (
 )
 
 from .generate import SpeculativeOutput
+from .validation import check_request
 
 # (accepted draft tokens, the target's token or None, whether it replaced a proposal)
 RoundCallback = Callable[[list[int], int | None, bool], None]
@@ -123,7 +124,10 @@ def serve_speculative_generate(
     of the first rejected proposal when ``replaced``, else the bonus; None when
     the round emitted none), for streaming.
     """
-    _check_request(input_ids, positions, max_new_tokens, num_speculative_tokens, eos_token_id)
+    # The reference's request checks: every position column, no int64 wraparound.
+    check_request(
+        target, draft, input_ids, positions, max_new_tokens, num_speculative_tokens, eos_token_id
+    )
     # The target is fed up to the last budgeted token; the draft one token less.
     for name, model, storage, fed in (
         ("target", target, target_storage, max_new_tokens),
@@ -219,42 +223,6 @@ def _propose(
 
 
 # ---- request checks (all before the first write) ---------------------------------------
-
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-
-
-def _check_request(
-    input_ids: Tensor,
-    positions: Tensor,
-    max_new_tokens: int,
-    num_speculative_tokens: int,
-    eos_token_id: int | None,
-) -> None:
-    if not isinstance(input_ids, Tensor) or input_ids.dtype != torch.long:
-        raise ValueError("input_ids must be a torch.long tensor")
-    if input_ids.dim() != 2 or input_ids.shape[1] == 0:
-        raise ValueError(f"input_ids must be [1, T] with T >= 1, got {tuple(input_ids.shape)}")
-    if input_ids.shape[0] != 1:
-        raise ValueError(f"speculative decoding supports batch size 1, got {input_ids.shape[0]}")
-    if not isinstance(positions, Tensor) or positions.dtype != torch.long:
-        raise ValueError("positions must be a torch.long tensor")
-    if positions.shape != input_ids.shape or positions.device != input_ids.device:
-        raise ValueError(
-            f"positions {tuple(positions.shape)} on {positions.device} must match input_ids "
-            f"{tuple(input_ids.shape)} on {input_ids.device}"
-        )
-    expected = positions[0, 0] + torch.arange(positions.shape[1], device=positions.device)
-    if not torch.equal(positions[0], expected):
-        raise ValueError(f"positions must be consecutive, got {positions[0].tolist()}")
-    _check_int("max_new_tokens", max_new_tokens, 0)
-    _check_int("num_speculative_tokens", num_speculative_tokens, 1)
-    if eos_token_id is not None:
-        _check_int("eos_token_id", eos_token_id, 0)
 
 
 def _check_storage(
