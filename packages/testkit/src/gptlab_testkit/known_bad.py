@@ -31,7 +31,7 @@ import ast
 import os
 import sys
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +39,7 @@ from .candidates import VARIABLES, folder_assignments
 from .grade import grading_args
 from .owners import OWNERS
 from .reporting import failed_owners, table
-from .suites import PytestPool, SuiteRun
+from .suites import PytestPool, SuiteRun, run_pytest
 
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
 SCOPES = {"contract": ("-m", "contract", *_QUIET_ARGS), "all": _QUIET_ARGS}
@@ -179,9 +179,16 @@ def _must_pass(
     return runs
 
 
-def _must_fail(pool: PytestPool, candidate: KnownBad) -> Future[SuiteRun]:
+def _must_fail(
+    pool: PytestPool, threads: ThreadPoolExecutor, candidate: KnownBad
+) -> Future[SuiteRun]:
     env = {candidate.variable: str(candidate.path.resolve())}
     args = (*SCOPES[candidate.scope], *RUNS[candidate.run])
+    if candidate.run == "isolated":
+        # Exactly as grade runs it: a fresh interpreter driving xdist workers, not a fork
+        # of the pool's server (xdist's controller loses track of crashed workers there).
+        suite = str(candidate.suite.resolve())
+        return threads.submit(run_pytest, [suite], env, args, scratch_cwd=True)
     return pool.submit([str(candidate.suite)], env, args)
 
 
@@ -205,9 +212,9 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     problems: list[str] = []
     verdicts: list[Verdict] = []
-    with PytestPool(args.jobs) as pool:
+    with PytestPool(args.jobs) as pool, ThreadPoolExecutor(max_workers=1) as threads:
         passing = _must_pass(pool, {c.suite for c in candidates}, faithful)
-        failing = [(candidate, _must_fail(pool, candidate)) for candidate in candidates]
+        failing = [(candidate, _must_fail(pool, threads, candidate)) for candidate in candidates]
         print("must pass:", flush=True)
         for label, future in passing:
             run = future.result()
