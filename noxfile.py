@@ -37,6 +37,7 @@ PACKAGE_VARIABLES = {
     "chunked_prefill": "CHUNKED_PREFILL_MODULE",
     "speculative": "SPECULATIVE_DECODING_MODULE",
     "paged_kv": "PAGED_KV_MODULE",
+    "scheduler": "SCHEDULER_MODULE",
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
 SLICE_PACKAGES = RUNTIME_PACKAGES[1:]  # the inference-state slice after the base model

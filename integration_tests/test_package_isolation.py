@@ -27,6 +27,7 @@ IMPORT_NAMES = {
     "chunked_prefill": "chunked_prefill",
     "speculative": "speculative",
     "paged_kv": "paged_kv",
+    "scheduler": "scheduler",
     "stdlib_pair": "stdlib_pair",
     "gptlab_testkit": "testkit",
 }

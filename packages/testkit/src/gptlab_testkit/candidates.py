@@ -68,6 +68,7 @@ VARIABLES: dict[str, Variable] = {
             ("speculative_decoding", "speculative"),
         ),
         Variable("PAGED_KV_MODULE", "paged_kv", "paged_kv", ("PagedNamespace", "PagedKVCache")),
+        Variable("SCHEDULER_MODULE", "scheduler", "scheduler", ("Engine",)),
     )
 }
 

@@ -1,0 +1,349 @@
+"""The engine: requests in, one scheduled model call per step, tokens out.
+
+    engine = Engine(model, context_length=..., num_blocks=..., block_size=...,
+                    max_num_batched_tokens=..., max_num_seqs=...)
+    engine.add_request("a", prompt_ids, max_new_tokens=32, eos_token_id=0)
+    while engine.has_unfinished_requests():
+        record = engine.step()       # who ran, how many tokens, who was preempted, ...
+
+or ``for out in engine.generate(prompts, max_new_tokens): ...`` (streaming).
+
+A step: the policy decides (``policy.py``), the batch runs once (``batch.py``),
+every row whose chunk reached the end of its tokens draws its next token
+(``sampling.py``), and requests that emitted EOS or their last allowed token
+finish and free their blocks (full blocks stay cached for later prefix hits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import count
+
+import torch
+from tqdm.auto import tqdm
+
+from cache_aware_lm import CacheAwareModel
+from paged_kv import PagedKVCache, PagedNamespace
+
+from . import checks
+from .batch import forward_mixed_batch
+from .policy import Policy, StepPlan
+from .request import Request
+from .sampling import next_token
+
+
+@dataclass(frozen=True)
+class ScheduledRow:
+    """One row of a step's model call."""
+
+    request_id: Hashable
+    num_tokens: int
+    kind: str  # "decode" (the newest generated token) or "prefill" (anything else)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one step decided and produced."""
+
+    scheduled: tuple[ScheduledRow, ...]
+    preempted: tuple[Hashable, ...]
+    emitted: dict[Hashable, int] = field(default_factory=dict)
+    finished: tuple[Hashable, ...] = ()
+
+    @property
+    def num_batched_tokens(self) -> int:
+        return sum(row.num_tokens for row in self.scheduled)
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    """Counters (lifetime) and the pool and queues now."""
+
+    steps: int  # steps that ran a model call
+    preemptions: int
+    free_blocks: int
+    cached_blocks: int
+    used_blocks: int
+    num_waiting: int
+    num_running: int
+
+
+@dataclass(frozen=True)
+class StreamOutput:
+    """One token of ``generate``'s stream: which prompt, which token, whether it was the last."""
+
+    index: int
+    token_id: int
+    finished: bool
+
+
+@dataclass(frozen=True)
+class _ModelShape:
+    layers: int
+    kv_heads: int
+    head_dim: int
+    vocab_size: int
+    dtype: torch.dtype
+    device: torch.device
+
+
+def _probe(model: CacheAwareModel) -> _ModelShape:
+    """Read the cache layout and vocabulary from one cached one-token forward."""
+    parameters = getattr(model, "parameters", None)
+    device = next(iter(parameters())).device if callable(parameters) else torch.device("cpu")
+    token = torch.zeros(1, 1, dtype=torch.long, device=device)
+    with torch.no_grad():
+        output = model(token, token, use_cache=True)
+    if output.past_key_values is None:
+        raise ValueError("model must return a cache when called with use_cache=True")
+    key = output.past_key_values[0][0]
+    return _ModelShape(
+        layers=len(output.past_key_values),
+        kv_heads=key.shape[1],
+        head_dim=key.shape[3],
+        vocab_size=output.logits.shape[-1],
+        dtype=key.dtype,
+        device=key.device,
+    )
+
+
+class Engine:
+    """Continuous batching over one paged K/V pool for one cache-aware model."""
+
+    def __init__(
+        self,
+        model: CacheAwareModel,
+        *,
+        context_length: int,
+        num_blocks: int,
+        block_size: int = 16,
+        max_num_batched_tokens: int = 256,
+        max_num_seqs: int = 16,
+    ) -> None:
+        if not callable(model):
+            raise TypeError(
+                f"model must be a callable cache-aware model, got {type(model).__name__}"
+            )
+        self.context_length = checks.positive_int("context_length", context_length)
+        checks.positive_int("num_blocks", num_blocks)
+        checks.positive_int("block_size", block_size)
+        checks.positive_int("max_num_batched_tokens", max_num_batched_tokens)
+        checks.positive_int("max_num_seqs", max_num_seqs)
+        self.model = model
+        self._shape = _probe(model)
+        self.cache = PagedKVCache(
+            self._shape.layers,
+            self._shape.kv_heads,
+            self._shape.head_dim,
+            num_blocks,
+            block_size,
+            dtype=self._shape.dtype,
+            device=self._shape.device,
+        )
+        self._policy = Policy(
+            self.cache,
+            PagedNamespace("scheduler-engine", "pool"),
+            max_num_batched_tokens,
+            max_num_seqs,
+            context_length,
+        )
+        self._requests: dict[Hashable, Request] = {}  # waiting or running
+        self._arrivals = count()
+        self._generate_calls = count()
+        self._steps = 0
+        self._preemptions = 0
+
+    # ---- requests ----------------------------------------------------------------
+
+    def add_request(
+        self,
+        request_id: str | int,
+        prompt_ids: Sequence[int] | torch.Tensor,
+        max_new_tokens: int,
+        *,
+        eos_token_id: int | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ) -> None:
+        """Queue a request (validated first; a rejected one changes nothing)."""
+        checks.request_id(request_id)
+        self._add(request_id, prompt_ids, max_new_tokens, eos_token_id, temperature, seed)
+
+    def _add(
+        self,
+        request_id: Hashable,
+        prompt_ids: object,
+        max_new_tokens: object,
+        eos_token_id: object,
+        temperature: object,
+        seed: object,
+    ) -> None:
+        if request_id in self._requests:
+            raise ValueError(f"request_id {request_id!r} is already waiting or running")
+        prompt = checks.token_ids("prompt_ids", prompt_ids, self._shape.vocab_size)
+        budget = checks.positive_int("max_new_tokens", max_new_tokens)
+        eos = checks.optional_token("eos_token_id", eos_token_id, self._shape.vocab_size)
+        request = Request(
+            request_id,
+            prompt,
+            budget,
+            eos,
+            checks.temperature(temperature),
+            checks.seed(seed),
+            next(self._arrivals),
+        )
+        self._check_fits(request)
+        self._requests[request_id] = request
+        self._policy.add(request)
+
+    def _check_fits(self, request: Request) -> None:
+        total = len(request.prompt_ids) + request.max_new_tokens
+        if total > self.context_length:
+            raise ValueError(
+                f"prompt_ids ({len(request.prompt_ids)}) + max_new_tokens "
+                f"({request.max_new_tokens}) exceed the context_length {self.context_length}"
+            )
+        needed = -(-request.max_stored_tokens() // self.cache.block_size)
+        if needed > self.cache.num_blocks:
+            raise ValueError(
+                f"prompt_ids + max_new_tokens need {needed} blocks of the pool's "
+                f"num_blocks={self.cache.num_blocks}: the request could never run"
+            )
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self._requests)
+
+    def status(self, request_id: Hashable) -> str:
+        """'waiting' or 'running' (ValueError for an id that is neither)."""
+        request = self._requests.get(request_id)
+        if request is None:
+            raise ValueError(f"request_id {request_id!r} is not waiting or running")
+        return request.status.value
+
+    @property
+    def stats(self) -> EngineStats:
+        pool = self.cache.stats
+        return EngineStats(
+            steps=self._steps,
+            preemptions=self._preemptions,
+            free_blocks=pool.free_blocks,
+            cached_blocks=pool.cached_blocks,
+            used_blocks=pool.used_blocks,
+            num_waiting=len(self._policy.waiting),
+            num_running=len(self._policy.running),
+        )
+
+    # ---- one step --------------------------------------------------------------------
+
+    def step(self) -> StepRecord:
+        """Schedule, run ONE model call over the mixed batch, sample, finish."""
+        plan = self._policy.schedule()
+        self._preemptions += len(plan.preempted)
+        record = StepRecord(
+            scheduled=tuple(ScheduledRow(r.request_id, k, kind) for r, k, kind in plan.rows),
+            preempted=tuple(r.request_id for r in plan.preempted),
+        )
+        if not plan.rows:
+            return record
+        self._steps += 1
+        emitted, finished = self._run(plan)
+        return StepRecord(record.scheduled, record.preempted, emitted, finished)
+
+    def _run(self, plan: StepPlan) -> tuple[dict[Hashable, int], tuple[Hashable, ...]]:
+        rows = []
+        for request, tokens, _ in plan.rows:
+            first = request.num_computed
+            rows.append((request.all_tokens[first : first + tokens], first))
+        ids = [request.request_id for request, _, _ in plan.rows]
+        logits_RV = forward_mixed_batch(self.model, self.cache, ids, rows)
+        emitted: dict[Hashable, int] = {}
+        finished: list[Hashable] = []
+        for row, (request, tokens, _) in enumerate(plan.rows):
+            request.num_computed += tokens
+            if request.remaining > 0:
+                continue  # a prefill chunk short of the end: its logits are not needed
+            token = next_token(logits_RV[row], request)
+            request.output_ids.append(token)
+            emitted[request.request_id] = token
+            if request.is_finished:
+                self._policy.finish(request)
+                del self._requests[request.request_id]
+                finished.append(request.request_id)
+        return emitted, tuple(finished)
+
+    # ---- streaming ---------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int] | torch.Tensor],
+        max_new_tokens: int | Sequence[int],
+        *,
+        eos_token_id: int | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+        progress: bool = False,
+    ) -> Iterator[StreamOutput]:
+        """Add every prompt (prompt i draws with ``seed + i``) and stream tokens as they come.
+
+        Every prompt is validated before any is added. Requests added earlier advance
+        too, but only these prompts' tokens are yielded; the iterator ends when all of
+        them finished.
+        """
+        if isinstance(prompts, str | bytes) or not isinstance(prompts, Sequence) or not prompts:
+            raise TypeError("prompts must be a non-empty sequence of token sequences")
+        budgets = self._budgets(max_new_tokens, len(prompts))
+        checks.seed(seed)
+        call = next(self._generate_calls)
+        ids = [("generate", call, index) for index in range(len(prompts))]
+        self._check_batch(prompts, budgets, eos_token_id, temperature, seed)
+        for index, (rid, prompt) in enumerate(zip(ids, prompts, strict=True)):
+            self._add(rid, prompt, budgets[index], eos_token_id, temperature, seed + index)
+        return self._stream(ids, progress)
+
+    def _budgets(self, max_new_tokens: int | Sequence[int], n: int) -> list[int]:
+        if isinstance(max_new_tokens, Sequence):
+            if len(max_new_tokens) != n:
+                raise ValueError(f"max_new_tokens must hold one budget per prompt ({n})")
+            return list(max_new_tokens)
+        return [max_new_tokens] * n
+
+    def _check_batch(
+        self,
+        prompts: Sequence[object],
+        budgets: list[int],
+        eos_token_id: object,
+        temperature: object,
+        seed: int,
+    ) -> None:
+        """Validate every prompt as add_request would, before adding any."""
+        for index, (prompt, budget) in enumerate(zip(prompts, budgets, strict=True)):
+            ids = checks.token_ids(f"prompts[{index}]", prompt, self._shape.vocab_size)
+            request = Request(
+                -1,
+                ids,
+                checks.positive_int("max_new_tokens", budget),
+                checks.optional_token("eos_token_id", eos_token_id, self._shape.vocab_size),
+                checks.temperature(temperature),
+                checks.seed(seed + index),
+                -1,
+            )
+            self._check_fits(request)
+
+    def _stream(self, ids: Sequence[Hashable], progress: bool) -> Iterator[StreamOutput]:
+        index_of = {rid: index for index, rid in enumerate(ids)}
+        pending = set(ids)
+        with tqdm(total=len(ids), unit="req", disable=not progress, desc="generate") as bar:
+            while pending:
+                record = self.step()
+                for rid, token in record.emitted.items():
+                    if rid in index_of:
+                        done = rid in record.finished
+                        yield StreamOutput(index_of[rid], token, done)
+                        if done:
+                            pending.discard(rid)
+                            bar.update(1)
+                bar.set_postfix(running=self.stats.num_running, refresh=False)
+
+
+__all__ = ["Engine", "EngineStats", "ScheduledRow", "StepRecord", "StreamOutput"]
