@@ -179,11 +179,14 @@ def interop(session: nox.Session) -> None:
 
 @nox.session
 def compiled(session: nox.Session) -> None:
-    """The compiled decode path (inductor, freezing) against its references, tiny models."""
-    install_packages(session, "cache_aware_lm")
+    """The compiled paths (decode; speculation) against their references, tiny models."""
+    install_packages(session, "cache_aware_lm", "speculative")
     session.run(
         "pytest",
         str(PACKAGES_DIR / "cache_aware_lm" / "tests" / "test_cache_aware_lm_compiled.py"),
+        str(PACKAGES_DIR / "speculative" / "tests" / "test_speculative_serving.py"),
+        "-k",
+        "compiled",
         *session.posargs,
         # The inductor cache in a known place: a second run compiles warm.
         env={"GPTLAB_COMPILED_TESTS": "1", "TORCHINDUCTOR_CACHE_DIR": str(INDUCTOR_CACHE)},

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -316,3 +317,70 @@ def test_every_position_column_is_checked_before_any_write(target, row):
             target, draft, ids, positions, 3, 2, target_storage, draft_storage
         )
     assert _untouched(target_storage) and _untouched(draft_storage)
+
+
+# ---- the compiled path: two static graphs a round (speculative.compiled) ------------------
+
+COMPILED = os.environ.get("GPTLAB_COMPILED_TESTS") == "1"
+COMPILE_MODE = os.environ.get("GPTLAB_COMPILE_MODE", "default")
+compiled_or_skip = pytest.mark.skipif(not COMPILED, reason="compiled: run by `nox -s compiled`")
+
+
+def compiled_decoder(target, draft, width, compiled, capacity=24):
+    from speculative.compiled import CompiledSpeculativeDecoder
+
+    return CompiledSpeculativeDecoder(
+        target, draft, capacity, width, compile=compiled, mode=COMPILE_MODE
+    )
+
+
+@pytest.mark.owner("speculative_serving")
+@pytest.mark.parametrize("draft_name", list(DRAFTS))
+@pytest.mark.parametrize("width", [1, 3, 5])
+def test_static_rounds_equal_the_reference_for_every_draft(target, draft_name, width):
+    """The compiled path's own reference: the same static calls, eager."""
+    draft = DRAFTS[draft_name](target)
+    ids, positions = prompt()
+    decoder = compiled_decoder(target, draft, width, compiled=False)
+    out = decoder.generate(ids, positions, 12)
+    reference = speculative.speculative_generate(target, draft, ids, positions, 12, width)
+    assert torch.equal(out.tokens, reference.tokens)
+    assert accounting(out) == accounting(reference)
+
+
+@pytest.mark.owner("speculative_serving")
+@pytest.mark.parametrize("width", [1, 2, 4])
+def test_static_rounds_follow_the_eos_and_budget_rules(width):
+    for module in MODULES.values():
+        target = module.make_eos_test_model().to(test_device())
+        ids, positions = prompt([1], origin=0)
+        for draft in (copy.deepcopy(target), zeroed_copy(target)):
+            decoder = compiled_decoder(target, draft, width, compiled=False, capacity=16)
+            out = decoder.generate(ids, positions, 8, 0)
+            reference = speculative.speculative_generate(target, draft, ids, positions, 8, width, 0)
+            assert torch.equal(out.tokens, reference.tokens)
+            assert accounting(out) == accounting(reference)
+
+
+@pytest.mark.owner("speculative_serving")
+def test_static_rounds_reject_a_request_past_the_headroom(target):
+    ids, positions = prompt()  # 5 tokens; 5 + 16 + 4 - 1 = 24 slots fit, 25 do not
+    decoder = compiled_decoder(target, noisy_copy(target), 4, compiled=False)
+    decoder.generate(ids, positions, 16)
+    with pytest.raises(ValueError, match="capacity"):
+        decoder.generate(ids, positions, 17)
+
+
+@compiled_or_skip
+@pytest.mark.owner("speculative_serving")
+def test_compiled_rounds_equal_the_reference(target):
+    if not isinstance(target, modern.ModernCacheAwareLM):
+        pytest.skip("compiled once, on the Llama-shaped variant (the benchmark's): bounded time")
+    draft = noisy_copy(target)
+    ids, positions = prompt()
+    decoder = compiled_decoder(target, draft, 3, compiled=True)
+    for budget in (12, 7):  # a second request reuses the graphs over stale slots
+        out = decoder.generate(ids, positions, budget)
+        reference = speculative.speculative_generate(target, draft, ids, positions, budget, 3)
+        assert torch.equal(out.tokens, reference.tokens)
+        assert accounting(out) == accounting(reference)

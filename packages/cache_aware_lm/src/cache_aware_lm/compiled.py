@@ -29,6 +29,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import torch
 from torch import Tensor
@@ -37,6 +38,8 @@ from .attention import folded_grouped_query_attention
 from .generation import validate_generation_request
 from .output import LayerKV, PastKeyValues
 from .serving import InPlaceCacheWriter, ServableModel
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def use_inductor_cache(directory: str | os.PathLike[str]) -> Path:
@@ -52,11 +55,11 @@ def default_mode(device: torch.device) -> str:
 
 
 class StaticCacheWriter:
-    """Writes one token's K/V into ``slot_1`` of every row; attends over the whole cache."""
+    """Writes T tokens' K/V into ``slots_T`` of every row; attends over the whole cache."""
 
-    def __init__(self, cache: PastKeyValues, slot_1: Tensor) -> None:
+    def __init__(self, cache: PastKeyValues, slots_T: Tensor) -> None:
         self._cache = cache
-        self._slot_1 = slot_1
+        self._slots_T = slots_T
 
     @property
     def storage_length(self) -> int:
@@ -64,28 +67,22 @@ class StaticCacheWriter:
 
     def write(self, layer_index: int, key_new: Tensor, value_new: Tensor) -> LayerKV:
         key_cache, value_cache = self._cache[layer_index]
-        key_cache.index_copy_(2, self._slot_1, key_new)
-        value_cache.index_copy_(2, self._slot_1, value_new)
+        key_cache.index_copy_(2, self._slots_T, key_new)
+        value_cache.index_copy_(2, self._slots_T, value_new)
         return key_cache, value_cache
 
 
-class CompiledDecoder:
-    """Greedy decoding of ``[B, T]`` prompts with a compiled static-shape step.
+class StaticKV:
+    """A model over its own K/V, preallocated at ``[B, H_kv, capacity, D]`` per layer.
 
-    ``capacity`` bounds prompt + new tokens. ``compile=False`` runs the same static
-    step eagerly (the compiled path's own reference). The first ``generate`` (or
-    ``warm_up``) compiles; ``compile_seconds`` records how long it took.
+    Every method keeps its shapes fixed for the cache's life (the first slot is a
+    1-element tensor: data, not a shape), so each compiles to one graph per width T.
+    Slot s of row b holds the token at absolute position ``origin_b + s``; a query in
+    slot q sees slots ``<= q``, so stale slots beyond the live prefix (after a
+    rollback, which is only a smaller next slot) are masked out, then overwritten.
     """
 
-    def __init__(
-        self,
-        model: ServableModel,
-        batch_size: int,
-        capacity: int,
-        *,
-        compile: bool = True,
-        mode: str | None = None,
-    ) -> None:
+    def __init__(self, model: ServableModel, batch_size: int, capacity: int) -> None:
         geometry = model.geometry
         for name, value in (("batch_size", batch_size), ("capacity", capacity)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -105,12 +102,7 @@ class CompiledDecoder:
             )
             for _ in range(geometry.n_layers)
         )
-        self._slot_S = torch.arange(capacity, device=geometry.device)
-        self.mode = mode or default_mode(geometry.device)
-        self.compile_seconds: float | None = None
-        self._step: Callable[[Tensor, Tensor, Tensor], Tensor] = self._eager_step
-        if compile:
-            self._step = _compile(self._eager_step, self.mode)
+        self.slot_S = torch.arange(capacity, device=geometry.device)
 
     @property
     def batch_size(self) -> int:
@@ -120,28 +112,88 @@ class CompiledDecoder:
     def capacity(self) -> int:
         return self.cache[0][0].shape[2]
 
-    def _eager_step(self, token_B1: Tensor, position_B1: Tensor, slot_1: Tensor) -> Tensor:
-        """One token per row into ``slot_1``: logits ``[B, V]`` (static shapes throughout)."""
-        B, S = token_B1.shape[0], self._slot_S.shape[0]
-        mask = (self._slot_S <= slot_1).expand(B, 1, 1, S)  # [B, 1, 1, capacity], a view
-        writer = StaticCacheWriter(self.cache, slot_1)
+    def forward(self, tokens_BT: Tensor, positions_BT: Tensor, slot_1: Tensor) -> Tensor:
+        """Feed T tokens per row into slots ``slot_1 .. slot_1 + T - 1``: logits ``[B, T, V]``."""
+        B, T = tokens_BT.shape
+        slots_T = slot_1 + torch.arange(T, device=slot_1.device)
+        mask = (self.slot_S <= slots_T[:, None]).expand(B, 1, T, self.slot_S.shape[0])
+        writer = StaticCacheWriter(self.cache, slots_T)
         hidden, _ = self.model.run_blocks(
-            token_B1, position_B1, mask, writer, folded_grouped_query_attention
+            tokens_BT, positions_BT, mask, writer, folded_grouped_query_attention
         )
-        logits: Tensor = self.model.lm_head(hidden[:, -1])
+        logits: Tensor = self.model.lm_head(hidden)
         return logits
+
+    def last_logits(self, token_B1: Tensor, position_B1: Tensor, slot_1: Tensor) -> Tensor:
+        """One token per row: logits ``[B, V]`` (the plain decode step)."""
+        return self.forward(token_B1, position_B1, slot_1)[:, -1]
+
+    def greedy_chain(
+        self, token_B1: Tensor, position_B1: Tensor, slot_1: Tensor, steps: int
+    ) -> Tensor:
+        """``steps`` greedy tokens ``[B, steps]``, each fed back: one graph, no host sync.
+
+        Feeds ``token_B1`` then the first ``steps - 1`` choices (their K/V land in
+        slots ``slot_1 ..``); the last choice is returned, not fed.
+        """
+        chosen = []
+        for step in range(steps):  # unrolled when traced: steps is a constant
+            logits_BV = self.last_logits(token_B1, position_B1 + step, slot_1 + step)
+            token_B1 = logits_BV.argmax(dim=-1, keepdim=True)
+            chosen.append(token_B1)
+        return torch.cat(chosen, dim=1)
 
     def prefill(self, input_ids: Tensor, positions: Tensor) -> Tensor:
         """Eager, in place into slots ``0..T-1``: the last prompt token's logits ``[B, V]``."""
         T = input_ids.shape[1]
         slots_BT = (positions - positions[:, :1]).contiguous()
-        mask = (self._slot_S[:T] <= slots_BT[:, :, None])[:, None]
+        mask = (self.slot_S[:T] <= slots_BT[:, :, None])[:, None]
         writer = InPlaceCacheWriter(self.cache, slots_BT, T)
         hidden, _ = self.model.run_blocks(
             input_ids, positions, mask, writer, folded_grouped_query_attention
         )
         logits: Tensor = self.model.lm_head(hidden[:, -1])
         return logits
+
+
+class CompiledDecoder:
+    """Greedy decoding of ``[B, T]`` prompts with a compiled static-shape step.
+
+    ``capacity`` bounds prompt + new tokens. ``compile=False`` runs the same static
+    step eagerly (the compiled path's own reference). The first ``generate`` (or
+    ``warm_up``) compiles; ``compile_seconds`` records how long it took.
+    """
+
+    def __init__(
+        self,
+        model: ServableModel,
+        batch_size: int,
+        capacity: int,
+        *,
+        compile: bool = True,
+        mode: str | None = None,
+    ) -> None:
+        self.static = StaticKV(model, batch_size, capacity)
+        self.model = model
+        self.geometry = model.geometry
+        self.cache = self.static.cache
+        self.mode = mode or default_mode(self.geometry.device)
+        self.compile_seconds: float | None = None
+        self._step: Callable[[Tensor, Tensor, Tensor], Tensor] = self.static.last_logits
+        if compile:
+            self._step = compile_static(self.static.last_logits, self.mode)
+
+    @property
+    def batch_size(self) -> int:
+        return self.static.batch_size
+
+    @property
+    def capacity(self) -> int:
+        return self.static.capacity
+
+    def prefill(self, input_ids: Tensor, positions: Tensor) -> Tensor:
+        """Eager, in place into slots ``0..T-1``: the last prompt token's logits ``[B, V]``."""
+        return self.static.prefill(input_ids, positions)
 
     def step(self, token_B1: Tensor, position_B1: Tensor, slot: int) -> Tensor:
         """Feed one token per row at ``slot`` (compiled); logits ``[B, V]``."""
@@ -151,7 +203,7 @@ class CompiledDecoder:
     def warm_up(self) -> float:
         """Compile (or load from the inductor cache) now; returns and records the seconds."""
         if self.compile_seconds is None:
-            B, device = self.batch_size, self._slot_S.device
+            B, device = self.batch_size, self.static.slot_S.device
             started = time.perf_counter()
             # Inputs made under inference_mode, as generate's are: the guards then match.
             with torch.inference_mode():
@@ -222,10 +274,8 @@ class CompiledDecoder:
             )
 
 
-def _compile(
-    step: Callable[[Tensor, Tensor, Tensor], Tensor], mode: str
-) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
-    """inductor with freezing (weights as constants), one static graph."""
+def compile_static(function: _F, mode: str) -> _F:
+    """inductor with freezing (weights as constants), one static graph per input shape."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
 
@@ -233,10 +283,14 @@ def _compile(
     # One graph per decoder (its cache and weights are guarded): room for many decoders,
     # instead of a silent fall-back to eager after the default 8.
     dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 64)
-    compiled: Callable[[Tensor, Tensor, Tensor], Tensor] = torch.compile(
-        step, mode=mode, dynamic=False, fullgraph=True
-    )
-    return compiled
+    return cast(_F, torch.compile(function, mode=mode, dynamic=False, fullgraph=True))
 
 
-__all__ = ["CompiledDecoder", "StaticCacheWriter", "default_mode", "use_inductor_cache"]
+__all__ = [
+    "CompiledDecoder",
+    "StaticCacheWriter",
+    "StaticKV",
+    "compile_static",
+    "default_mode",
+    "use_inductor_cache",
+]
