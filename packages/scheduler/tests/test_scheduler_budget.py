@@ -12,16 +12,15 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+
+from gptlab_testkit import boundary_settings
 
 pytestmark = [pytest.mark.owner("batch_budget"), pytest.mark.contract]
 
-FAST = settings(
-    max_examples=20,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+# Derandomized, no shrinking (a broken candidate fails fast), no example database.
+FAST = boundary_settings(20)
 
 
 @FAST

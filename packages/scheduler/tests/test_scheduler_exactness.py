@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+
+from gptlab_testkit import boundary_settings
 
 pytestmark = [pytest.mark.owner("mixed_batch"), pytest.mark.contract]
 
-FAST = settings(
-    max_examples=25,
-    phases=[Phase.explicit, Phase.generate],  # no shrinking: a broken candidate fails fast
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+# Derandomized, no shrinking (a broken candidate fails fast), no example database.
+FAST = boundary_settings(25)
 
 
 @FAST
