@@ -17,7 +17,7 @@ from gptlab_testkit import boundary_settings
 pytestmark = [pytest.mark.owner("block_accounting"), pytest.mark.contract]
 
 # Derandomized, no shrinking (a broken candidate fails fast), no example database.
-FAST = boundary_settings(15)
+FAST = boundary_settings(10)
 
 
 def pool_counts(engine) -> tuple[int, int, int]:

@@ -20,7 +20,7 @@ from gptlab_testkit import boundary_settings
 pytestmark = [pytest.mark.owner("batch_budget"), pytest.mark.contract]
 
 # Derandomized, no shrinking (a broken candidate fails fast), no example database.
-FAST = boundary_settings(20)
+FAST = boundary_settings(12)
 
 
 @FAST

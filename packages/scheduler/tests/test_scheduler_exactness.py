@@ -18,7 +18,7 @@ from gptlab_testkit import boundary_settings
 pytestmark = [pytest.mark.owner("mixed_batch"), pytest.mark.contract]
 
 # Derandomized, no shrinking (a broken candidate fails fast), no example database.
-FAST = boundary_settings(25)
+FAST = boundary_settings(15)
 
 
 @FAST

@@ -17,7 +17,7 @@ from gptlab_testkit import boundary_settings
 pytestmark = [pytest.mark.owner("preemption"), pytest.mark.contract]
 
 # Derandomized, no shrinking (a broken candidate fails fast), no example database.
-FAST = boundary_settings(20)
+FAST = boundary_settings(12)
 
 # Blocks of 4, three blocks: a's 4-token prompt fills its block, b's and c's 2-token
 # prompts leave room in theirs. After the first step every block is held and only a
