@@ -40,6 +40,7 @@ PACKAGE_VARIABLES = {
     "scheduler": "SCHEDULER_MODULE",
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
+EXTRA_PACKAGES = ("testkit", "stdlib_pair")  # grading machinery; the trained pair
 SLICE_PACKAGES = RUNTIME_PACKAGES[1:]  # the inference-state slice after the base model
 
 
@@ -111,8 +112,10 @@ for _name in RUNTIME_PACKAGES:
     _package_session(_name)
 
 
+# Views on demand: `nox` already runs every test they select (the tinygpt and package
+# sessions, integration), so CI does not pay for them twice.
 def _tier_session(tier: int) -> None:
-    @nox.session(name=f"tier{tier}")
+    @nox.session(name=f"tier{tier}", default=False)
     def suite(session: nox.Session) -> None:
         install_packages(session, "tinygpt")
         marker = f"tier{tier}" + (" and contract" if _contract_only(("tinygpt",)) else "")
@@ -141,7 +144,7 @@ def integration(session: nox.Session) -> None:
     session.run("pytest", "integration_tests", *session.posargs)
 
 
-@nox.session(name="slice")
+@nox.session(name="slice", default=False)
 def slice_(session: nox.Session) -> None:
     """The five runtime suites plus integration, in one venv."""
     install_packages(session, *RUNTIME_PACKAGES)
@@ -238,9 +241,9 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """mypy (strict) over every package's source and the benchmarks."""
-    install_packages(session, *RUNTIME_PACKAGES)
+    install_packages(session, *RUNTIME_PACKAGES, "stdlib_pair")
     session.install("mypy>=1.10", "matplotlib>=3.8")  # bench/ is typed against matplotlib
-    sources = [str(PACKAGES_DIR / name / "src") for name in (*RUNTIME_PACKAGES, "testkit")]
+    sources = [str(PACKAGES_DIR / name / "src") for name in (*RUNTIME_PACKAGES, *EXTRA_PACKAGES)]
     session.run("mypy", *sources, "bench")
 
 
@@ -253,7 +256,7 @@ def build(session: nox.Session) -> None:
     session.install("build>=1.2", "virtualenv>=20")
     dist = ROOT / ".nox" / "_dist"
     shutil.rmtree(dist, ignore_errors=True)
-    for name in (*RUNTIME_PACKAGES, "testkit"):
+    for name in (*RUNTIME_PACKAGES, *EXTRA_PACKAGES):
         # --sdist --wheel builds both from the source tree (not the wheel from the sdist),
         # so the sibling direct references resolve against this repository.
         session.run(
@@ -272,7 +275,7 @@ def build(session: nox.Session) -> None:
         if len(wheels) != 1 or len(sdists) != 1:
             session.error(f"{name}: expected one wheel and one sdist, got {wheels + sdists}")
         session.log(f"built {wheels[0].name} and {sdists[0].name}")
-    for name in RUNTIME_PACKAGES:
+    for name in (*RUNTIME_PACKAGES, "stdlib_pair"):
         wheel = next((dist / name).glob("*.whl"))
         with tempfile.TemporaryDirectory(prefix=f"gptlab-{name}-") as scratch:
             venv = Path(scratch) / "venv"
