@@ -11,7 +11,10 @@ identical weights, interleaved round by round (bench/common.py).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -82,30 +85,67 @@ def main(argv: list[str]) -> int:
 
     started = time.perf_counter()
     progress = Progress(len(chosen))
-    sections = []
+    command = " ".join(["python -m bench.run", *argv])
     for number, (run, title) in enumerate(zip(SECTIONS, TITLES, strict=True), start=1):
         if number not in chosen:
             continue
         progress.section(title)
-        sections.append(run(settings, progress))
+        section_started, load_before = time.perf_counter(), os.getloadavg()[0]
+        section = run(settings, progress)
+        provenance = _provenance(command, section_started, load_before)
+        save_section(args.out, number, section, provenance)
     elapsed = time.perf_counter() - started
 
     report = args.out / "report.md"
-    report.write_text(render(sections, settings, argv, elapsed), encoding="utf-8")
-    print(f"bench: wrote {report} and {sum(len(s.figures) for s in sections)} plots "
+    sections = load_sections(args.out)
+    report.write_text(render(sections, settings), encoding="utf-8")
+    print(f"bench: wrote {report} ({len(sections)} sections, {len(chosen)} measured now) "
           f"in {elapsed:.0f}s")  # fmt: skip
     return 0
 
 
-def render(sections: list[Section], settings: Settings, argv: list[str], elapsed: float) -> str:
-    command = " ".join(["python -m bench.run", *argv])
+# ---- every section's results are kept, so `--only N` re-measures one and re-renders all ----
+
+
+def _provenance(command: str, started: float, load_before: float) -> str:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    seconds = time.perf_counter() - started
+    load_after = os.getloadavg()[0]
+    return (
+        f"Measured by `{command}` on {when} in {seconds:.0f} s; 1-minute load average "
+        f"{load_before:.1f} before, {load_after:.1f} after."
+    )
+
+
+def save_section(out: Path, number: int, section: Section, provenance: str) -> None:
+    record = {"number": number, "provenance": provenance, **dataclasses.asdict(section)}
+    folder = out / "sections"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{number:02d}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def load_sections(out: Path) -> list[tuple[str, Section]]:
+    """(provenance, section) for every saved section of this bench, in section order."""
+    loaded = []
+    for path in sorted((out / "sections").glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if not 1 <= record["number"] <= len(SECTIONS):
+            continue
+        targets = [TargetCheck(**target) for target in record["targets"]]
+        section = Section(record["title"], record["body"], record["figures"], targets)
+        loaded.append((record["provenance"], section))
+    return loaded
+
+
+def render(sections: list[tuple[str, Section]], settings: Settings) -> str:
     lines = [
         "# gptlab benchmarks",
         "",
-        f"`{command}` on {when}, {elapsed:.0f} s. Every ratio is measured side by side in this "
-        "one run, on identical weights; times are medians of "
-        f"{settings.repeats} interleaved round(s) after a warm-up.",
+        "Every ratio is measured side by side within one section's run, on identical "
+        f"weights; times are medians of {settings.repeats} interleaved round(s) after a "
+        "warm-up. Each section says when it was measured and how loaded the machine was; "
+        "`python -m bench.run --only N` re-measures section N and re-renders this page.",
         "",
         "## Machine",
         "",
@@ -117,7 +157,7 @@ def render(sections: list[Section], settings: Settings, argv: list[str], elapsed
         "d_model 256, 4 layers, 4 heads, d_ff 1024)`. Random weights from a fixed seed.",
         "",
     ]
-    checks = [check for section in sections for check in section.targets]
+    checks = [check for _, section in sections for check in section.targets]
     if checks:
         lines += [
             "## Targets",
@@ -127,8 +167,8 @@ def render(sections: list[Section], settings: Settings, argv: list[str], elapsed
         ]
         lines += [_target_row(check) for check in checks]
         lines.append("")
-    for section in sections:
-        lines += [f"## {section.title}", "", *section.body]
+    for provenance, section in sections:
+        lines += [f"## {section.title}", "", f"_{provenance}_", "", *section.body]
         lines += [f"![{figure}]({figure})" for figure in section.figures]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
