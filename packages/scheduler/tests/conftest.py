@@ -71,6 +71,14 @@ class Driver:
         self.engine.add_request(rid, prompt, max_new_tokens, **kwargs)
         self.outputs[rid] = []
 
+    def until(self, done, max_steps: int = 400) -> None:
+        """Step until ``done(driver)`` holds (bounded)."""
+        for _ in range(max_steps):
+            if done(self):
+                return
+            self.step()
+        raise AssertionError(f"condition not reached after {max_steps} steps")
+
     def step(self):
         record = self.engine.step()
         self.records.append(record)
@@ -78,7 +86,7 @@ class Driver:
             self.outputs[rid].append(int(token))
         return record
 
-    def run(self, max_steps: int = 2000) -> None:
+    def run(self, max_steps: int = 400) -> None:
         """Step until nothing is unfinished (a bound turns a livelock into a failure)."""
         for _ in range(max_steps):
             if not self.engine.has_unfinished_requests():
@@ -137,6 +145,9 @@ def play(make_engine, workload: Workload, on_step=None) -> Driver:
         max_num_seqs=workload.max_num_seqs,
     )
     pending = sorted(workload.requests, key=lambda r: r[4])
+    # Generous (budget 1, every request recomputed twice) yet quick to reach when a
+    # broken candidate livelocks: a bound, not a promise about step counts.
+    bound = 16 + 3 * sum(len(prompt) + n for _, prompt, n, _, _ in workload.requests)
     step = 0
     while pending or driver.engine.has_unfinished_requests():
         while pending and pending[0][4] <= step:
@@ -146,7 +157,7 @@ def play(make_engine, workload: Workload, on_step=None) -> Driver:
         if on_step is not None:
             on_step(driver, record)
         step += 1
-        assert step < 2000, "requests still unfinished after 2000 steps"
+        assert step < bound, f"requests still unfinished after {bound} steps"
     return driver
 
 

@@ -45,8 +45,7 @@ def test_a_finished_request_holds_no_blocks(make_engine):
     driver = make_engine(num_blocks=8, block_size=2)
     driver.add("a", [1, 2, 3, 4, 5], 4)
     driver.add("b", [6, 7], 9)
-    while "a" not in {rid for record in driver.records for rid in record.finished}:
-        driver.step()
+    driver.until(lambda d: any("a" in record.finished for record in d.records))
     assert driver.engine.status("b") == "running"
     used = pool_counts(driver.engine)[2]
     # b alone holds ceil(stored / 2) blocks: its prompt and the tokens emitted but the last.

@@ -50,9 +50,12 @@ def test_a_preempted_request_goes_to_the_front_and_resumes_exact(
     driver, _ = crowded(make_engine)
     driver.step()  # c preempted; d (added before c's preemption) waits behind it
     admitted: list[str] = []
-    while driver.engine.has_unfinished_requests():
+    for _ in range(400):
+        if not driver.engine.has_unfinished_requests():
+            break
         record = driver.step()
         admitted += [rid for rid in rows_of(record) if rid in "cd" and rid not in admitted]
+    assert not driver.engine.has_unfinished_requests()
     assert admitted == ["c", "d"]
     for rid, prompt in PROMPTS.items():
         assert driver.outputs[rid] == greedy_alone(prompt, 2), rid
