@@ -252,7 +252,7 @@ def run(settings: Settings, progress: Progress) -> Section:
                 settings,
                 progress,
                 48 if settings.quick else 160,
-                [3] if settings.quick else [2, 4, 6],
+                [3] if settings.quick else [3, 4, 5],
                 "reduce-overhead" if settings.device.type == "cuda" else "default",
             )
             spec_lines += [f"**{threads} thread(s)**", "", *lines, ""]
