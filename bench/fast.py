@@ -28,8 +28,7 @@ import torch
 from torch import Tensor
 
 import kv_cache
-from cache_aware_lm import CompiledDecoder, serve_generate, use_inductor_cache
-from cache_aware_lm.compiled import default_mode
+from cache_aware_lm import CompiledDecoder, default_mode, serve_generate, use_inductor_cache
 
 from .common import (
     Progress,

@@ -11,7 +11,14 @@ path: the same greedy tokens, with K/V written in place into request storage.
 from . import modern
 from .attention import AttentionKernel, folded_grouped_query_attention, grouped_query_attention
 from .cache_update import CacheWriter, FunctionalCacheWriter
-from .compiled import CompiledDecoder, use_inductor_cache
+from .compiled import (
+    CompiledDecoder,
+    StaticCacheWriter,
+    StaticKV,
+    compile_static,
+    default_mode,
+    use_inductor_cache,
+)
 from .factories import make_eos_test_model, make_test_model
 from .generation import greedy_generate
 from .masking import absolute_position_mask
@@ -37,7 +44,11 @@ __all__ = [
     "PastKeyValues",
     "RequestStorage",
     "ServableModel",
+    "StaticCacheWriter",
+    "StaticKV",
     "absolute_position_mask",
+    "compile_static",
+    "default_mode",
     "folded_grouped_query_attention",
     "greedy_generate",
     "grouped_query_attention",

@@ -2,7 +2,7 @@
 
 ``serve_speculative_generate`` (serving.py) makes k + 1 eager model calls a round, each
 paying Python dispatch for every op and a host sync for every draft token. Here both
-models keep their K/V in a ``cache_aware_lm.compiled.StaticKV`` and a round is:
+models keep their K/V in a ``cache_aware_lm.StaticKV`` and a round is:
 
 - ONE draft call: ``greedy_chain`` unrolls the k draft steps into one compiled graph
   (argmax on the device, each choice fed back; no host sync between proposals);
@@ -29,8 +29,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from cache_aware_lm import ServableModel
-from cache_aware_lm.compiled import StaticKV, compile_static, default_mode
+from cache_aware_lm import ServableModel, StaticKV, compile_static, default_mode
 
 from .generate import SpeculativeOutput
 from .validation import check_request
