@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from . import chunked, context, decode, fast, paged, prefix, spec
+from . import chunked, context, decode, fast, paged, prefix, scheduler, spec
 from .common import Progress, Section, Settings, TargetCheck, machine_lines
 
 SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
@@ -33,6 +33,7 @@ SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
     spec.run,
     paged.run,
     fast.run,
+    scheduler.run,
 )
 TITLES = (
     "decode throughput",
@@ -42,6 +43,7 @@ TITLES = (
     "speculative decoding",
     "paged K/V",
     "fast path (compiled decode, trained pair)",
+    "continuous batching (scheduler)",
 )
 
 
