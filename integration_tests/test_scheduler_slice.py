@@ -14,12 +14,11 @@ can be a candidate.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 import pytest
 import torch
 
 from gptlab_testkit import candidate, test_device
+from gptlab_testkit.engine_driver import EngineDriver
 
 pytestmark = [pytest.mark.contract, pytest.mark.owner("slice_composition")]
 
@@ -42,37 +41,20 @@ def alone(model, prompt: list[int], max_new_tokens: int, eos: int | None = None)
     return tokens[: tokens.index(eos) + 1] if eos in tokens else tokens
 
 
-class Served:
+class Served(EngineDriver):
     """An engine over a model whose forward calls are counted, stepped with records kept."""
 
     def __init__(self, model, **sizes: int) -> None:
         self.calls = 0
         self.hook = model.register_forward_pre_hook(self._count)
-        self.engine = sched.Engine(model, context_length=CONTEXT, **sizes)
+        super().__init__(sched.Engine(model, context_length=CONTEXT, **sizes))
         self.calls_after_setup = self.calls  # the engine may probe the model once
-        self.records: list = []
-        self.outputs: dict[Hashable, list[int]] = {}
 
     def _count(self, module, args) -> None:
         self.calls += 1
 
-    def add(self, rid: str, prompt: list[int], max_new_tokens: int, **kwargs) -> None:
-        self.engine.add_request(rid, prompt, max_new_tokens, **kwargs)
-        self.outputs[rid] = []
-
-    def step(self):
-        record = self.engine.step()
-        self.records.append(record)
-        for rid, token in dict(record.emitted).items():
-            self.outputs[rid].append(int(token))
-        return record
-
-    def run(self) -> None:
-        for _ in range(500):
-            if not self.engine.has_unfinished_requests():
-                return
-            self.step()
-        raise AssertionError("requests still unfinished after 500 steps")
+    def run(self, max_steps: int = 500) -> None:
+        super().run(max_steps)
 
     def rows(self, rid: str) -> list[tuple[int, str]]:
         """(tokens, kind) of every row ``rid`` had, step by step."""

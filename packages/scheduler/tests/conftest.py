@@ -9,13 +9,14 @@ tests read the decisions (rows, kinds, preemptions, emitted tokens) after the fa
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import pytest
 import torch
 
 from gptlab_testkit import candidate, test_device
+from gptlab_testkit.engine_driver import EngineDriver
 from gptlab_testkit.models import cache_aware_modules
 
 sched = candidate("SCHEDULER_MODULE")
@@ -59,40 +60,7 @@ def alone(module_id: str, prompt: list[int], max_new_tokens: int, eos: int | Non
     return list(_alone(module_id, tuple(prompt), eos)[:max_new_tokens])
 
 
-@dataclass
-class Driver:
-    """A candidate engine, stepped to completion, with every step's record kept."""
-
-    engine: object
-    records: list = field(default_factory=list)
-    outputs: dict[Hashable, list[int]] = field(default_factory=dict)
-
-    def add(self, rid: Hashable, prompt: list[int], max_new_tokens: int, **kwargs) -> None:
-        self.engine.add_request(rid, prompt, max_new_tokens, **kwargs)
-        self.outputs[rid] = []
-
-    def until(self, done, max_steps: int = 400) -> None:
-        """Step until ``done(driver)`` holds (bounded)."""
-        for _ in range(max_steps):
-            if done(self):
-                return
-            self.step()
-        raise AssertionError(f"condition not reached after {max_steps} steps")
-
-    def step(self):
-        record = self.engine.step()
-        self.records.append(record)
-        for rid, token in dict(record.emitted).items():
-            self.outputs[rid].append(int(token))
-        return record
-
-    def run(self, max_steps: int = 400) -> None:
-        """Step until nothing is unfinished (a bound turns a livelock into a failure)."""
-        for _ in range(max_steps):
-            if not self.engine.has_unfinished_requests():
-                return
-            self.step()
-        raise AssertionError(f"requests still unfinished after {max_steps} steps")
+Driver = EngineDriver  # shared with the integration slice (gptlab_testkit)
 
 
 def rows(record) -> dict[Hashable, tuple[int, str]]:
