@@ -45,13 +45,31 @@ class Served(EngineDriver):
     """An engine over a model whose forward calls are counted, stepped with records kept."""
 
     def __init__(self, model, **sizes: int) -> None:
-        self.calls = 0
-        self.hook = model.register_forward_pre_hook(self._count)
+        # A model call is one forward, or (a model with the serving seam) one run_blocks
+        # outside a forward: forward runs its blocks through run_blocks itself.
+        self.calls = self._inside_forward = 0
+        self.hooks = [
+            model.register_forward_pre_hook(self._enter),
+            model.register_forward_hook(self._leave),
+        ]
+        self._run_blocks = getattr(model, "run_blocks", None)
+        if self._run_blocks is not None:
+            model.run_blocks = self._counted_run_blocks
+        self.model = model
         super().__init__(sched.Engine(model, context_length=CONTEXT, **sizes))
         self.calls_after_setup = self.calls  # the engine may probe the model once
 
-    def _count(self, module, args) -> None:
+    def _enter(self, module, args) -> None:
         self.calls += 1
+        self._inside_forward += 1
+
+    def _leave(self, module, args, output) -> None:
+        self._inside_forward -= 1
+
+    def _counted_run_blocks(self, *args, **kwargs):
+        if not self._inside_forward:
+            self.calls += 1
+        return self._run_blocks(*args, **kwargs)
 
     def run(self, max_steps: int = 500) -> None:
         super().run(max_steps)
@@ -66,7 +84,10 @@ class Served(EngineDriver):
         ]
 
     def close(self) -> None:
-        self.hook.remove()
+        for hook in self.hooks:
+            hook.remove()
+        if self._run_blocks is not None:
+            del self.model.run_blocks
 
 
 @pytest.fixture
