@@ -186,7 +186,7 @@ def model_clock(model: torch.nn.Module, settings: Settings) -> Iterator[list[flo
 
     hooks = [model.register_forward_pre_hook(before), model.register_forward_hook(after)]
     if run_blocks is not None:
-        model.run_blocks = timed_run_blocks  # type: ignore[method-assign]
+        model.run_blocks = timed_run_blocks  # type: ignore[assignment]
     try:
         yield total
     finally:
