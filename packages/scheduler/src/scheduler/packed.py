@@ -1,0 +1,234 @@
+"""The ONE model call of a step, packed: every row's new tokens as one sequence.
+
+``batch.py`` pads every row to the step's widest chunk; a decode row sharing a step
+with a 500-token prompt chunk then computes 499 padding positions, and the head
+turns every padded position into logits. Here, through the model's serving seam
+(``run_blocks`` and ``lm_head``), the step's N scheduled tokens run as ONE sequence
+``[1, N]``: embeddings, norms, projections and MLPs see exactly N tokens. Attention
+is the one place rows must stay apart, and ``RaggedPagedAttention`` keeps them
+apart from the block pool, in place:
+
+- each layer's new K/V go straight into the pool at the rows' reserved slots
+  (``PoolWriter``), so a chunk attends to its own tokens like to its cached ones;
+- the decode rows (one new token each) attend together: their contexts' slots,
+  gathered from the pool as ``[R_d, H_kv, L, D]`` with a length mask, one call;
+- each prefill chunk attends alone over its context, causal from its first new slot;
+- the head runs on each row's last token only (``[R, V]``, the logits a step reads).
+
+Same logits and stored K/V as ``batch.forward_mixed_batch`` (tested against it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from cache_aware_lm import LayerKV, folded_grouped_query_attention
+from paged_kv import BlockPool, PagedKVCache, PendingAppend
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A prefill row: ``k`` packed tokens from ``first``, attending causally over ``slots``."""
+
+    first: int
+    k: int
+    slots: Tensor  # [n + k] pool slots of the row's context (n cached, then the k new)
+    visible: Tensor  # [1, 1, k, n + k]: new token i (logical slot n + i) sees slots <= n + i
+
+
+@dataclass(frozen=True)
+class RaggedLayout:
+    """Where each row's tokens sit: in the packed sequence and in the pool.
+
+    Row r's context is its stored tokens then its new ones, logical slots
+    ``0 .. n_r + k_r - 1``; a logical slot l lives at pool slot
+    ``block_table[l // block_size] * block_size + l % block_size``.
+    """
+
+    new_slots: Tensor  # [N] pool slot of each packed token
+    last: Tensor  # [R] packed index of each row's last token (its logits are read)
+    decode_index: Tensor  # [R_d] packed index of each decode row's token
+    decode_context: Tensor  # [R_d, L] pool slots of each decode row's context (padded)
+    decode_visible: Tensor  # [R_d, 1, 1, L] True at a real context slot
+    chunks: tuple[Chunk, ...]  # one per prefill row
+
+
+def context_slots(blocks: Tensor, logical: Tensor, block_size: int) -> Tensor:
+    """Pool slots of logical slots ``logical`` (``[..., L]``) through ``blocks`` (``[..., nb]``)."""
+    return blocks.gather(-1, logical // block_size) * block_size + logical % block_size
+
+
+def ragged_layout(
+    pendings: Sequence[tuple[list[int], PendingAppend]], counts: Sequence[int], block_size: int
+) -> RaggedLayout:
+    """The layout of rows ``0..R-1`` (``counts[r]`` new tokens each) from their reservations.
+
+    ``pendings`` holds (rows, reservation) per group of rows reserved together.
+    """
+    R = len(counts)
+    tables: list[tuple[int, ...]] = [()] * R
+    lengths = [0] * R  # context length after the write: n_r + k_r
+    for rows, pending in pendings:
+        for position, row in enumerate(rows):
+            tables[row] = pending.block_tables[position]
+            lengths[row] = pending.new_lengths[position]
+    widest = max(len(table) for table in tables)
+    blocks_RB = torch.tensor([list(t) + [0] * (widest - len(t)) for t in tables], dtype=torch.long)
+    lengths_R = torch.tensor(lengths, dtype=torch.long)
+    counts_R = torch.tensor(counts, dtype=torch.long)
+    ends = torch.cumsum(counts_R, 0)
+
+    # Every packed token: its row, and its logical slot (the row's old length onward).
+    row_of = torch.repeat_interleave(torch.arange(R), counts_R)
+    logical = lengths_R[row_of] - (ends[row_of] - torch.arange(int(ends[-1])))
+    new_slots = context_slots(blocks_RB[row_of], logical[:, None], block_size)[:, 0]
+
+    decode_rows = [row for row in range(R) if counts[row] == 1]
+    L = max((lengths[row] for row in decode_rows), default=1)
+    decode = torch.tensor(decode_rows, dtype=torch.long)
+    span = torch.arange(L)
+    # Padding repeats the row's last real slot: finite data, and masked out anyway.
+    logical_dL = torch.minimum(span[None, :], lengths_R[decode, None] - 1)
+    chunks = []
+    for row in range(R):
+        if counts[row] > 1:
+            k, span_row = counts[row], torch.arange(lengths[row])
+            cached = lengths[row] - k
+            visible = span_row[None, :] <= (cached + torch.arange(k))[:, None]
+            slots = context_slots(blocks_RB[row], span_row, block_size)
+            chunks.append(Chunk(int(ends[row]) - k, k, slots, visible[None, None]))
+    return RaggedLayout(
+        new_slots=new_slots,
+        last=ends - 1,
+        decode_index=ends[decode] - 1,
+        decode_context=context_slots(blocks_RB[decode], logical_dL, block_size),
+        decode_visible=(span[None, :] < lengths_R[decode, None])[:, None, None, :],
+        chunks=tuple(chunks),
+    )
+
+
+class PoolWriter:
+    """A ``cache_aware_lm.CacheWriter``: new K/V into the pool, the pool's layer returned.
+
+    The returned pair is the layer's whole pool as ``[1, H_kv, slots, D]`` views;
+    ``RaggedPagedAttention`` picks each row's context out of it.
+    """
+
+    def __init__(self, pool: BlockPool, new_slots: Tensor) -> None:
+        self._pool = pool
+        self._new_slots = new_slots
+        self.storage_length = pool.slots_view(0)[0].shape[1]
+
+    def write(self, layer_index: int, key_new: Tensor, value_new: Tensor) -> LayerKV:
+        key_HSD, value_HSD = self._pool.slots_view(layer_index)
+        key_HSD.index_copy_(1, self._new_slots, key_new[0])
+        value_HSD.index_copy_(1, self._new_slots, value_new[0])
+        return key_HSD[None], value_HSD[None]
+
+
+class RaggedPagedAttention:
+    """An attention kernel for the packed call: rows apart, contexts read from the pool.
+
+    Called as the model's ``attend(query [1, H, N, D], keys, values, mask)`` with
+    the pool from ``PoolWriter`` as keys and values; which slot a query may see
+    comes from the layout, not from ``mask`` (a placeholder).
+    """
+
+    def __init__(self, layout: RaggedLayout) -> None:
+        self.layout = layout
+
+    def __call__(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+        key_HSD, value_HSD = keys[0], values[0]
+        layout = self.layout
+        out = torch.empty_like(query)
+        if len(layout.decode_index):
+            query_d = query[0, :, layout.decode_index].transpose(0, 1)[:, :, None]  # [R_d,H,1,D]
+            keys_d = _gather(key_HSD, layout.decode_context)  # [R_d, H_kv, L, D]
+            values_d = _gather(value_HSD, layout.decode_context)
+            attended = folded_grouped_query_attention(
+                query_d, keys_d, values_d, layout.decode_visible
+            )
+            out[0, :, layout.decode_index] = attended[:, :, 0].transpose(0, 1)
+        for chunk in layout.chunks:
+            span = slice(chunk.first, chunk.first + chunk.k)
+            out[:, :, span] = folded_grouped_query_attention(
+                query[:, :, span],
+                _gather(key_HSD, chunk.slots[None]),
+                _gather(value_HSD, chunk.slots[None]),
+                chunk.visible,
+            )
+        return out
+
+
+def _gather(pool_HSD: Tensor, slots_RL: Tensor) -> Tensor:
+    """The pool's K or V at ``slots_RL``, as ``[R, H_kv, L, D]`` (``index_select``: one copy)."""
+    H, _, D = pool_HSD.shape
+    R, L = slots_RL.shape
+    picked = pool_HSD.index_select(1, slots_RL.reshape(-1))  # [H_kv, R * L, D]
+    return picked.view(H, R, L, D).transpose(0, 1)
+
+
+def reserve_rows(
+    cache: PagedKVCache, request_ids: Sequence[Hashable], rows: Sequence[tuple[list[int], int]]
+) -> list[tuple[list[int], PendingAppend]]:
+    """Reserve every row's slots, rows of equal length together (``reserve`` takes [B, T])."""
+    groups: dict[int, list[int]] = {}
+    for row, (tokens, _) in enumerate(rows):
+        groups.setdefault(len(tokens), []).append(row)
+    pendings = []
+    for k, members in sorted(groups.items()):
+        token_ids = torch.tensor([rows[row][0] for row in members], dtype=torch.long)
+        first = torch.tensor([rows[row][1] for row in members], dtype=torch.long)
+        positions = first[:, None] + torch.arange(k)
+        pending = cache.reserve(
+            [request_ids[row] for row in members],
+            token_ids.to(cache.device),
+            positions.to(cache.device),
+        )
+        pendings.append((members, pending))
+    return pendings
+
+
+@torch.no_grad()
+def forward_packed(
+    model: Any,
+    cache: PagedKVCache,
+    request_ids: Sequence[Hashable],
+    rows: Sequence[tuple[list[int], int]],
+) -> Tensor:
+    """Run every row's new tokens as one packed sequence, store their K/V; ``[R, V]``."""
+    device = cache.device
+    pendings = reserve_rows(cache, request_ids, rows)
+    counts = [len(tokens) for tokens, _ in rows]
+    layout = ragged_layout(pendings, counts, cache.block_size)
+    input_ids = torch.tensor([[t for tokens, _ in rows for t in tokens]], dtype=torch.long)
+    positions = torch.cat([torch.arange(first, first + len(t)) for t, first in rows])[None]
+    layout = _to(layout, device)
+    writer = PoolWriter(cache.pool, layout.new_slots)
+    attention = RaggedPagedAttention(layout)
+    placeholder = torch.ones(1, 1, 1, 1, dtype=torch.bool, device=device)  # unused, see above
+    hidden, _ = model.run_blocks(
+        input_ids.to(device), positions.to(device), placeholder, writer, attention
+    )
+    logits: Tensor = model.lm_head(hidden[0, layout.last])
+    for _, pending in pendings:
+        pending.commit()
+    return logits
+
+
+def _to(layout: RaggedLayout, device: torch.device) -> RaggedLayout:
+    if device.type == "cpu":
+        return layout
+    return RaggedLayout(
+        layout.new_slots.to(device),
+        layout.last.to(device),
+        layout.decode_index.to(device),
+        layout.decode_context.to(device),
+        layout.decode_visible.to(device),
+        tuple(Chunk(c.first, c.k, c.slots.to(device), c.visible.to(device)) for c in layout.chunks),
+    )
