@@ -65,7 +65,7 @@ def test_packed_route_gives_the_padded_routes_logits_and_stored_kv(model):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     ids = ["a", "b", "c"]
     lengths = [packed_cache.cache_length(r) for r in ids]
-    assert lengths == [padded_cache.cache_length(r) for r in ids] == [8, 10, 10]
+    assert lengths == [padded_cache.cache_length(r) for r in ids] == [9, 9, 9]
     got_past, _, _ = packed_cache.model_inputs(ids)
     want_past, _, _ = padded_cache.model_inputs(ids)
     assert got_past is not None and want_past is not None
