@@ -8,14 +8,16 @@ requests are served two ways, alternating round by round:
   request-sized ``kv_cache.KVCache``), first come first served;
 - by ``scheduler.Engine`` over a block pool that holds every request at once: each
   step decodes every running request and fills the rest of the token budget with
-  prompt chunks, in ONE model call over the padded mixed batch.
+  prompt chunks, in ONE model call over the packed mixed batch (the step's tokens
+  as one sequence, ragged paged attention from the pool).
 
 Reported: generated tokens/s of each (target: the engine >= 4x), time to first token
-and time per output token (p50 / p99), batch occupancy per step over time (rows, real
-and padded tokens), and where the engine's time goes (model call vs everything else,
-padding share). Then the engine again under a pool sized for a quarter of the peak
-demand (every request's blocks at once): every request must complete with the same
-tokens as served alone; preemptions and recomputed tokens are counted.
+and time per output token (p50 / p99), batch occupancy per step over time (rows and
+tokens, beside what the padded layout would compute), and where the engine's time
+goes (model call vs everything else; one decode step's operators, profiled). Then
+the engine again under a pool sized for a quarter of the peak demand (every
+request's blocks at once): every request must complete with the same tokens as
+served alone; preemptions and recomputed tokens are counted.
 """
 
 from __future__ import annotations
@@ -62,9 +64,8 @@ class Shape:
     max_num_seqs: int
 
 
-# A budget above a few whole prompts: under the padded layout every decode row of a mixed
-# step is padded to the widest chunk, so fewer, larger prefill steps waste the least
-# (measured on this workload: budget 1024 or 64 and max_num_seqs 16 were slower).
+# A budget above a few whole prompts: fewer, larger prefill steps (measured on this
+# workload under the padded layout: budget 1024 or 64 and max_num_seqs 16 were slower).
 FULL = Shape(64, (16, 512), (16, 256), 768, 8192, 64)
 QUICK = Shape(4, (8, 40), (4, 16), 64, 64, 4)
 
@@ -131,7 +132,7 @@ class StepSample:
     at: float  # seconds after the run began, when the step ended
     rows: int
     tokens: int  # scheduled (real) tokens
-    padded: int  # rows x widest chunk: what the padded call computes
+    padded: int  # rows x widest chunk: what the padded layout would compute
     decodes: int
     used_blocks: int
     preempted: int
@@ -311,15 +312,15 @@ def run(settings: Settings, progress: Progress) -> Section:
     section.body += _throughput_table(generated, serial_seconds, engine_seconds, rounds)
     section.body += _latency_table(serial, engine)
     section.body += _where_time_goes(engine, prompt_tokens)
-    progress.step("one decode forward of the engine's shape, profiled")
-    profile_lines, copy_share = _forward_profile(model, shape, requests)
+    progress.step("one decode step of the engine, profiled")
+    profile_lines, shares = _step_profile(model, shape, requests, peak)
     section.body += profile_lines
     section.body += _tight_lines(tight, quarter, peak, expected, prompt_tokens)
     figure = "scheduler_occupancy.png"
     _plot(engine, tight, quarter, shape, settings.out_dir / figure)
     section.figures.append(figure)
     section.targets += _targets(
-        speedup, engine, tight, expected, (quarter, peak, prompt_tokens), copy_share
+        speedup, engine, tight, expected, (quarter, peak, prompt_tokens), shares
     )
     return section
 
@@ -387,63 +388,68 @@ def _where_time_goes(engine: EngineRun, prompt_tokens: int) -> list[str]:
     mean_rows = statistics.mean(s.rows for s in engine.steps)
     return [
         f"Where the engine's time goes (last round): {len(engine.steps)} steps, "
-        f"{mean_rows:.1f} rows per step on average; the model call takes "
+        f"{mean_rows:.1f} rows per step on average ({len(mixed)} mixed prefill chunks with "
+        f"decodes, {len(decode_only)} were decodes only); the model call takes "
         f"{engine.model_seconds:.2f} s of {engine.seconds:.2f} s "
         f"({100 * engine.model_seconds / engine.seconds:.0f}%), the rest is scheduling, "
-        f"gathering each row's K/V from the pool and appending the new K/V. The padded "
-        f"layout computes {padded} token positions for {real} scheduled tokens "
-        f"({100 * (padded - real) / max(padded, 1):.0f}% padding): {len(mixed)} steps mixed "
-        f"prefill chunks with decodes (each decode row padded to the widest chunk), "
-        f"{len(decode_only)} steps were decodes only. Prefill computed {engine.prefill_tokens} "
-        f"tokens for {prompt_tokens} prompt tokens.",
+        f"block bookkeeping, the layout's index tensors and sampling. The packed call computes "
+        f"the {real} scheduled tokens and nothing else; the padded layout (every row padded "
+        f"to its step's widest chunk) would compute {padded} positions "
+        f"({100 * (padded - real) / max(padded, 1):.0f}% padding), and its head would turn "
+        f"every one into logits where the packed head reads one row of logits per request. "
+        f"Prefill computed {engine.prefill_tokens} tokens for {prompt_tokens} prompt tokens.",
         "",
     ]
 
 
-def _forward_profile(model: Any, shape: Shape, requests: Workload) -> tuple[list[str], float]:
-    """Where one engine-shaped decode forward spends its time: copies against compute."""
-    g = model.geometry
-    rows = min(shape.max_num_seqs, len(requests))
-    lengths = torch.tensor([len(p) + n // 2 for p, n in requests[:rows]])
-    longest = int(lengths.max())
-    kv = [
-        tuple(torch.randn(rows, g.n_kv_heads, longest, g.head_dim, device=model_device(model))
-              for _ in range(2))
-        for _ in range(g.n_layers)
-    ]  # fmt: skip
-    past = tuple((key, value) for key, value in kv)
-    device = model_device(model)
-    lengths = lengths.to(device)
-    ids = torch.ones(rows, 1, dtype=torch.long, device=device)
-    starts = torch.zeros(rows, dtype=torch.long, device=device)
+OPERATOR_KINDS = {  # profiler key fragment -> what the time is spent on
+    "index_select": "gathering each decode row's K/V from the pool",
+    "scaled_dot_product": "attention",
+    "flash_attention": "attention",
+    "addmm": "matmuls",
+    "aten::mm": "matmuls",
+    "index_copy": "writing the new K/V into the pool",
+}
+
+
+def _step_profile(
+    model: Any, shape: Shape, requests: Workload, num_blocks: int
+) -> tuple[list[str], str]:
+    """One decode-only engine step with every request running, profiled by operator."""
+    engine = Engine(
+        model,
+        context_length=shape.context,
+        num_blocks=num_blocks,
+        block_size=BLOCK,
+        max_num_batched_tokens=shape.max_num_batched_tokens,
+        max_num_seqs=shape.max_num_seqs,
+    )
+    for index, (prompt, new_tokens) in enumerate(requests):
+        engine.add_request(index, prompt, new_tokens)
     with torch.inference_mode():
-        model(ids, lengths[:, None], past, lengths, starts, use_cache=True)  # warm-up
+        record = engine.step()
+        while engine.stats.num_waiting or any(row.kind == "prefill" for row in record.scheduled):
+            record = engine.step()  # until every prompt is in and a step ran decodes only
         with torch.profiler.profile() as profiler:
-            model(ids, lengths[:, None], past, lengths, starts, use_cache=True)
+            started = time.perf_counter()
+            record = engine.step()
+            wall = time.perf_counter() - started
     self_us: dict[str, float] = {}
     for event in profiler.key_averages():
-        self_us[event.key] = self_us.get(event.key, 0.0) + event.self_cpu_time_total
+        kind = next((k for f, k in OPERATOR_KINDS.items() if f in event.key), "other operators")
+        self_us[kind] = self_us.get(kind, 0.0) + event.self_cpu_time_total
     total = sum(self_us.values())
-    copies = sum(self_us.get(k, 0.0) for k in ("aten::copy_", "aten::where", "aten::fill_"))
-    compute = sum(v for k, v in self_us.items() if k in ("aten::mm", "aten::addmm", "aten::bmm")
-                  or "scaled_dot_product" in k)  # fmt: skip
-    verdict = (
-        "the functional cache-aware forward is memory-bound on copying the whole batch's "
-        "cache every step"
-        if copies > compute
-        else "compute dominates at this size"
+    shares = ", ".join(
+        f"{100 * us / total:.0f}% {kind}"
+        for kind, us in sorted(self_us.items(), key=lambda kv: -kv[1])
     )
+    rows = len(record.scheduled)
     return [
-        f"One decode forward of {rows} rows (one token each) over caches of "
-        f"{int(lengths.min())}-{longest} tokens, padded to {longest}, through `forward` (the "
-        "engine's route for a model without the serving seam; this model takes the in-place "
-        f"route, timed above): {total / 1e3:.0f} ms of CPU op time, "
-        f"{100 * copies / total:.0f}% in copies "
-        f"(`copy_`, `where`, `fill_`: the grouped-query `repeat_interleave` of every row's "
-        f"padded K/V and the new output cache), {100 * compute / total:.0f}% in matmuls and "
-        f"attention: {verdict}.",
+        f"One decode step of the engine with all {rows} requests running (one token each), "
+        f"profiled: {1e3 * wall:.0f} ms wall, {total / 1e3:.0f} ms of it in operators "
+        f"({shares}).",
         "",
-    ], copies / total
+    ], shares
 
 
 def model_device(model: Any) -> torch.device:
@@ -479,8 +485,10 @@ def _plot(engine: EngineRun, tight: EngineRun, quarter: int, shape: Shape, path:
     rows.set_ylabel("rows per step")
     rows.set_title("batch occupancy: rows")
     rows.legend()
-    tokens.step(at, [s.padded for s in engine.steps], where="post", label="computed (padded)")
-    tokens.step(at, [s.tokens for s in engine.steps], where="post", label="scheduled tokens")
+    tokens.step(
+        at, [s.padded for s in engine.steps], where="post", label="padded layout would compute"
+    )
+    tokens.step(at, [s.tokens for s in engine.steps], where="post", label="computed (packed)")
     tokens.axhline(
         shape.max_num_batched_tokens, color="grey", linestyle=":", label="max_num_batched_tokens"
     )
@@ -507,21 +515,16 @@ def _targets(
     tight: EngineRun,
     expected: list[list[int]],
     sizes: tuple[int, int, int],
-    copy_share: float,
+    shares: str,
 ) -> list[TargetCheck]:
     quarter, peak, prompt_tokens = sizes
     exact = exact_count(engine.outputs, expected)
     met = speedup >= GOAL
-    real = sum(s.tokens for s in engine.steps)
-    padded = sum(s.padded for s in engine.steps)
     bounds = []
     if not met:
         bounds.append(
             f"measured: the model call is {100 * engine.model_seconds / engine.seconds:.0f}% of "
-            f"the engine's wall time and {100 * (padded - real) / max(padded, 1):.0f}% of the "
-            "positions it computes are padding (decode rows padded to the widest prefill chunk); "
-            f"{100 * copy_share:.0f}% of one engine-shaped decode step through `forward` is "
-            "copying K/V (the in-place route avoids most of it)"
+            f"the engine's wall time; one full decode step's operators: {shares}"
         )
     if exact < len(expected):
         bounds.append(first_divergence(engine.outputs, expected))
