@@ -4,12 +4,14 @@ Each ``Engine.step`` decides under a token budget and a sequence cap which
 requests run (running decodes first, then prefill chunks in arrival order;
 admission only when the pool has blocks; preemption of the most recently
 admitted request, recomputed later, when a block runs out), runs ONE cache-aware
-model call over the mixed ragged batch through a ``paged_kv.PagedKVCache``, and
+model call over the mixed ragged batch (packed through the model's serving
+seam, or padded rows) through a ``paged_kv.PagedKVCache``, and
 samples, finishes and frees. ``Engine.generate`` streams tokens per request.
 """
 
 from .batch import forward_mixed_batch, pad_rows
 from .engine import Engine, EngineStats, ScheduledRow, StepRecord, StreamOutput
+from .packed import PoolWriter, RaggedLayout, RaggedPagedAttention, forward_packed, ragged_layout
 from .policy import Policy, StepPlan
 from .request import Request, RequestStatus
 from .sampling import next_token
@@ -18,6 +20,9 @@ __all__ = [
     "Engine",
     "EngineStats",
     "Policy",
+    "PoolWriter",
+    "RaggedLayout",
+    "RaggedPagedAttention",
     "Request",
     "RequestStatus",
     "ScheduledRow",
@@ -25,6 +30,8 @@ __all__ = [
     "StepRecord",
     "StreamOutput",
     "forward_mixed_batch",
+    "forward_packed",
     "next_token",
     "pad_rows",
+    "ragged_layout",
 ]
