@@ -197,10 +197,8 @@ def model_clock(model: torch.nn.Module, settings: Settings) -> Iterator[list[flo
             del model.run_blocks
 
 
-def serve_with_engine(
-    model: Any, requests: Workload, shape: Shape, num_blocks: int, settings: Settings
-) -> EngineRun:
-    """Every request added at once, stepped to completion; per-step and per-token times."""
+def loaded_engine(model: Any, requests: Workload, shape: Shape, num_blocks: int) -> Engine:
+    """An engine of the run's sizes with every request added (request i has id i)."""
     engine = Engine(
         model,
         context_length=shape.context,
@@ -211,6 +209,14 @@ def serve_with_engine(
     )
     for index, (prompt, new_tokens) in enumerate(requests):
         engine.add_request(index, prompt, new_tokens)
+    return engine
+
+
+def serve_with_engine(
+    model: Any, requests: Workload, shape: Shape, num_blocks: int, settings: Settings
+) -> EngineRun:
+    """Every request added at once, stepped to completion; per-step and per-token times."""
+    engine = loaded_engine(model, requests, shape, num_blocks)
     order: dict[Hashable, int] = {index: index for index in range(len(requests))}
     outputs: list[list[int]] = [[] for _ in requests]
     last_token = [0.0] * len(requests)
@@ -416,16 +422,7 @@ def _step_profile(
     model: Any, shape: Shape, requests: Workload, num_blocks: int
 ) -> tuple[list[str], str]:
     """One decode-only engine step with every request running, profiled by operator."""
-    engine = Engine(
-        model,
-        context_length=shape.context,
-        num_blocks=num_blocks,
-        block_size=BLOCK,
-        max_num_batched_tokens=shape.max_num_batched_tokens,
-        max_num_seqs=shape.max_num_seqs,
-    )
-    for index, (prompt, new_tokens) in enumerate(requests):
-        engine.add_request(index, prompt, new_tokens)
+    engine = loaded_engine(model, requests, shape, num_blocks)
     with torch.inference_mode():
         record = engine.step()
         while engine.stats.num_waiting or any(row.kind == "prefill" for row in record.scheduled):
