@@ -25,11 +25,12 @@ recorder covers this route.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import TypeGuard
 
 import torch
 from torch import Tensor
 
-from cache_aware_lm import CacheAwareModel
+from cache_aware_lm import CacheAwareModel, ServableModel
 from paged_kv import PagedKVCache, new_token_kv
 
 from .packed import forward_packed
@@ -79,6 +80,6 @@ def forward_mixed_batch(
     return logits[torch.arange(len(rows), device=last.device), last]
 
 
-def _servable(model: object) -> bool:
+def _servable(model: object) -> TypeGuard[ServableModel]:
     """The serving seam (``cache_aware_lm.ServableModel``): blocks and head callable apart."""
     return callable(getattr(model, "run_blocks", None)) and hasattr(model, "lm_head")

@@ -16,19 +16,19 @@ apart from the block pool, in place:
 - each prefill chunk attends alone over its context, causal from its first new slot;
 - the head runs on each row's last token only (``[R, V]``, the logits a step reads).
 
-Same logits and stored K/V as ``batch.forward_mixed_batch`` (tested against it).
+Same logits and stored K/V as the padded route of ``batch.forward_mixed_batch``
+(tested against it, and with every pool slot NaN before the first request).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from cache_aware_lm import LayerKV, folded_grouped_query_attention
+from cache_aware_lm import LayerKV, ServableModel, folded_grouped_query_attention
 from paged_kv import BlockPool, PagedKVCache, PendingAppend
 
 
@@ -219,7 +219,7 @@ def reserve_rows(
 
 @torch.no_grad()
 def forward_packed(
-    model: Any,
+    model: ServableModel,
     cache: PagedKVCache,
     request_ids: Sequence[Hashable],
     rows: Sequence[tuple[list[int], int]],
