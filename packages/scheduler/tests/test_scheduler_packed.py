@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gptlab_testkit import candidate, test_device
-from paged_kv import PagedKVCache, PagedNamespace
 
 sched = candidate("SCHEDULER_MODULE")
+paged = candidate("PAGED_KV_MODULE")
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("mixed_batch")]
 
@@ -26,9 +26,10 @@ class WithoutSeam(torch.nn.Module):
         return self.inner(*args, **kwargs)
 
 
-def fresh_cache(model, block_size: int = 4) -> PagedKVCache:
+def fresh_cache(model, block_size: int = 4):
     g = model.geometry
-    return PagedKVCache(g.n_layers, g.n_kv_heads, g.head_dim, 24, block_size, device=test_device())
+    sizes = (g.n_layers, g.n_kv_heads, g.head_dim, 24, block_size)
+    return paged.PagedKVCache(*sizes, device=test_device())
 
 
 # Steps of (request id, its next tokens) rows, each continuing the request: fresh
@@ -41,8 +42,8 @@ STEPS = [
 ]
 
 
-def run_steps(model, cache: PagedKVCache) -> list[torch.Tensor]:
-    namespace = PagedNamespace("packed-test", "pool")
+def run_steps(model, cache) -> list[torch.Tensor]:
+    namespace = paged.PagedNamespace("packed-test", "pool")
     lengths: dict[str, int] = {}
     logits = []
     for step in STEPS:
