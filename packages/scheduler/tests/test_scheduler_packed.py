@@ -12,7 +12,7 @@ from gptlab_testkit import candidate, test_device
 sched = candidate("SCHEDULER_MODULE")
 paged = candidate("PAGED_KV_MODULE")
 
-pytestmark = [pytest.mark.extension, pytest.mark.owner("mixed_batch")]
+pytestmark = pytest.mark.extension
 
 
 class WithoutSeam(torch.nn.Module):
@@ -58,6 +58,7 @@ def run_steps(model, cache) -> list[torch.Tensor]:
     return logits
 
 
+@pytest.mark.owner("mixed_batch")
 def test_packed_route_gives_the_padded_routes_logits_and_stored_kv(model):
     packed_cache, padded_cache = fresh_cache(model), fresh_cache(model)
     packed = run_steps(model, packed_cache)
@@ -75,6 +76,7 @@ def test_packed_route_gives_the_padded_routes_logits_and_stored_kv(model):
         torch.testing.assert_close(got_v, want_v, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.owner("mixed_batch")
 @pytest.mark.parametrize("route", ["packed", "padded"])
 def test_stale_pool_slots_never_reach_a_row(model, greedy_alone, route):
     """Every pool slot starts as NaN: a slot read outside some row's context shows."""
@@ -100,3 +102,26 @@ def test_stale_pool_slots_never_reach_a_row(model, greedy_alone, route):
             outputs[rid].append(token)
     for rid, prompt in prompts.items():
         assert outputs[rid] == greedy_alone(prompt, 16 - len(prompt)), rid
+
+
+@pytest.mark.owner("scheduler_validation")
+@pytest.mark.parametrize("route", ["packed", "padded"])
+@pytest.mark.parametrize(
+    ("ids", "rows", "named"),
+    [
+        (["a", "b"], [], "rows"),
+        (["a", "b"], [([1, 2], 0)], "request_ids"),
+        (["a", "b"], [([1, 2], 0), ([], 0)], r"rows\[1\]"),
+    ],
+    ids=["no rows", "an id without a row", "the second row empty"],
+)
+def test_a_malformed_batch_is_rejected_before_anything_changes(model, route, ids, rows, named):
+    cache = fresh_cache(model)
+    namespace = paged.PagedNamespace("packed-test", "pool")
+    for rid in ids:
+        cache.admit(rid, [3, 4], namespace)
+    runner = model if route == "packed" else WithoutSeam(model)
+    with pytest.raises(ValueError, match=named):
+        sched.forward_mixed_batch(runner, cache, ids, rows)
+    assert [cache.cache_length(rid) for rid in ids] == [0, 0]
+    assert cache.stats.used_blocks == 0

@@ -33,6 +33,7 @@ from torch import Tensor
 from cache_aware_lm import CacheAwareModel, ServableModel
 from paged_kv import PagedKVCache, new_token_kv
 
+from . import checks
 from .packed import forward_packed
 
 
@@ -58,6 +59,7 @@ def forward_mixed_batch(
     rows: Sequence[tuple[list[int], int]],
 ) -> Tensor:
     """Run every row's new tokens in one call and store their K/V; last logits ``[R, V]``."""
+    checks.batch_rows(request_ids, rows)
     if _servable(model):
         return forward_packed(model, cache, request_ids, rows)
     input_ids, positions, counts = pad_rows(rows, cache.device)

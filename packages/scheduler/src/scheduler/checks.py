@@ -86,3 +86,16 @@ def seed(value: object) -> int:
     if not 0 <= value < 2**63:
         raise ValueError(f"seed must lie in [0, 2**63), got {value}")
     return value
+
+
+def batch_rows(request_ids: Sequence[object], rows: Sequence[tuple[list[int], int]]) -> None:
+    """One (new tokens, first position) row per request id, at least one row, none empty."""
+    if not rows:
+        raise ValueError("rows must hold at least one (tokens, first position) row")
+    if len(request_ids) != len(rows):
+        raise ValueError(
+            f"request_ids must name one request per row: {len(request_ids)} ids, {len(rows)} rows"
+        )
+    for index, (tokens, _) in enumerate(rows):
+        if not tokens:
+            raise ValueError(f"rows[{index}] must bring at least one token")

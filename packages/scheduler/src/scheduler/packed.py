@@ -31,6 +31,8 @@ from torch import Tensor
 from cache_aware_lm import LayerKV, ServableModel, folded_grouped_query_attention
 from paged_kv import BlockPool, PagedKVCache, PendingAppend
 
+from . import checks
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -225,6 +227,7 @@ def forward_packed(
     rows: Sequence[tuple[list[int], int]],
 ) -> Tensor:
     """Run every row's new tokens as one packed sequence, store their K/V; ``[R, V]``."""
+    checks.batch_rows(request_ids, rows)
     device = cache.device
     pendings = reserve_rows(cache, request_ids, rows)
     counts = [len(tokens) for tokens, _ in rows]
