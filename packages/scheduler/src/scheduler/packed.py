@@ -80,48 +80,69 @@ def ragged_layout(
 
     ``pendings`` holds (rows, reservation) per group of rows reserved together.
     """
-    R = len(counts)
-    tables: list[tuple[int, ...]] = [()] * R
-    lengths = [0] * R  # context length after the write: n_r + k_r
-    for rows, pending in pendings:
-        for position, row in enumerate(rows):
-            tables[row] = pending.block_tables[position]
-            lengths[row] = pending.new_lengths[position]
-    widest = max(len(table) for table in tables)
-    blocks_RB = torch.tensor([list(t) + [0] * (widest - len(t)) for t in tables], dtype=torch.long)
+    blocks_RB, lengths = _row_tables(pendings, len(counts))
     lengths_R = torch.tensor(lengths, dtype=torch.long)
     counts_R = torch.tensor(counts, dtype=torch.long)
     ends = torch.cumsum(counts_R, 0)
 
     # Every packed token: its row, and its logical slot (the row's old length onward).
-    row_of = torch.repeat_interleave(torch.arange(R), counts_R)
+    row_of = torch.repeat_interleave(torch.arange(len(counts)), counts_R)
     logical = lengths_R[row_of] - (ends[row_of] - torch.arange(int(ends[-1])))
     new_slots = context_slots(blocks_RB[row_of], logical[:, None], block_size)[:, 0]
 
-    decode_rows = sorted((row for row in range(R) if counts[row] == 1), key=lengths.__getitem__)
-    decodes = []
-    for group in _length_groups(decode_rows):
-        decode = torch.tensor(group, dtype=torch.long)
-        span = torch.arange(lengths[group[-1]])
-        # Padding repeats the row's last real slot: its own data, and masked out anyway.
-        logical_GL = torch.minimum(span[None, :], lengths_R[decode, None] - 1)
-        visible = (span[None, :] < lengths_R[decode, None])[:, None, None, :]
-        context = context_slots(blocks_RB[decode], logical_GL, block_size)
-        decodes.append(DecodeGroup(ends[decode] - 1, context, visible))
-    chunks = []
-    for row in range(R):
-        if counts[row] > 1:
-            k, span_row = counts[row], torch.arange(lengths[row])
-            cached = lengths[row] - k
-            visible = span_row[None, :] <= (cached + torch.arange(k))[:, None]
-            slots = context_slots(blocks_RB[row], span_row, block_size)
-            chunks.append(Chunk(int(ends[row]) - k, k, slots, visible[None, None]))
+    decode_rows = sorted((r for r, k in enumerate(counts) if k == 1), key=lengths.__getitem__)
+    decodes = [
+        _decode_group(group, blocks_RB, lengths_R, ends, block_size)
+        for group in _length_groups(decode_rows)
+    ]
+    chunks = [
+        _chunk(int(ends[row]) - k, k, blocks_RB[row], lengths[row], block_size)
+        for row, k in enumerate(counts)
+        if k > 1
+    ]
     return RaggedLayout(
         new_slots=new_slots,
         last=ends - 1,
         decodes=tuple(decodes),
         chunks=tuple(chunks),
     )
+
+
+def _row_tables(
+    pendings: Sequence[tuple[list[int], PendingAppend]], R: int
+) -> tuple[Tensor, list[int]]:
+    """Block tables ``[R, widest]`` (zero-padded) and context lengths after the write."""
+    tables: list[tuple[int, ...]] = [()] * R
+    lengths = [0] * R
+    for rows, pending in pendings:
+        for position, row in enumerate(rows):
+            tables[row] = pending.block_tables[position]
+            lengths[row] = pending.new_lengths[position]
+    widest = max(len(table) for table in tables)
+    padded = [list(table) + [0] * (widest - len(table)) for table in tables]
+    return torch.tensor(padded, dtype=torch.long), lengths
+
+
+def _decode_group(
+    group: list[int], blocks_RB: Tensor, lengths_R: Tensor, ends: Tensor, block_size: int
+) -> DecodeGroup:
+    """Rows ``group`` (sorted by context length) padded to the last one's context."""
+    rows = torch.tensor(group, dtype=torch.long)
+    lengths_G1 = lengths_R[rows, None]
+    span = torch.arange(int(lengths_G1[-1]))
+    # Padding repeats the row's last real slot: its own data, and masked out anyway.
+    logical_GL = torch.minimum(span[None, :], lengths_G1 - 1)
+    visible = (span[None, :] < lengths_G1)[:, None, None, :]
+    context = context_slots(blocks_RB[rows], logical_GL, block_size)
+    return DecodeGroup(ends[rows] - 1, context, visible)
+
+
+def _chunk(first: int, k: int, blocks: Tensor, length: int, block_size: int) -> Chunk:
+    """A prefill row's context slots and its causal mask from its first new slot."""
+    span = torch.arange(length)
+    cached = length - k
+    visible = span[None, :] <= (cached + torch.arange(k))[:, None]
+    return Chunk(first, k, context_slots(blocks, span, block_size), visible[None, None])
 
 
 # Decode rows sorted by context length, in at most this many groups of equal size:
