@@ -11,7 +11,7 @@ samples, finishes and frees. ``Engine.generate`` streams tokens per request.
 
 from .batch import forward_mixed_batch, pad_rows
 from .engine import Engine, EngineStats, ScheduledRow, StepRecord, StreamOutput
-from .packed import PoolWriter, RaggedLayout, RaggedPagedAttention, forward_packed, ragged_layout
+from .packed import RaggedLayout, RaggedPagedAttention, forward_packed, ragged_layout
 from .policy import Policy, StepPlan
 from .request import Request, RequestStatus
 from .sampling import next_token
@@ -20,7 +20,6 @@ __all__ = [
     "Engine",
     "EngineStats",
     "Policy",
-    "PoolWriter",
     "RaggedLayout",
     "RaggedPagedAttention",
     "Request",

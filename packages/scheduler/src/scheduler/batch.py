@@ -59,9 +59,9 @@ def forward_mixed_batch(
     rows: Sequence[tuple[list[int], int]],
 ) -> Tensor:
     """Run every row's new tokens in one call and store their K/V; last logits ``[R, V]``."""
-    checks.batch_rows(request_ids, rows)
     if _servable(model):
-        return forward_packed(model, cache, request_ids, rows)
+        return forward_packed(model, cache, request_ids, rows)  # validates the rows itself
+    checks.batch_rows(request_ids, rows)
     input_ids, positions, counts = pad_rows(rows, cache.device)
     past, lengths, starts = cache.model_inputs(request_ids)
     old_lengths = torch.zeros_like(counts) if lengths is None else lengths

@@ -9,7 +9,8 @@ is the one place rows must stay apart, and ``RaggedPagedAttention`` keeps them
 apart from the block pool, in place:
 
 - each layer's new K/V go straight into the pool at the rows' reserved slots
-  (``PoolWriter``), so a chunk attends to its own tokens like to its cached ones;
+  (``paged_kv.PagedCacheWriter`` over the whole pool), so a chunk attends to its
+  own tokens like to its cached ones;
 - the decode rows (one new token each) attend together, a few groups of similar
   context length: their contexts' slots gathered from the pool as ``[G, H_kv, L, D]``
   with a length mask, one call per group;
@@ -28,8 +29,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from cache_aware_lm import LayerKV, ServableModel, folded_grouped_query_attention
-from paged_kv import BlockPool, PagedKVCache, PendingAppend
+from cache_aware_lm import ServableModel, folded_grouped_query_attention
+from paged_kv import PagedCacheWriter, PagedKVCache, PendingAppend
 
 from . import checks
 
@@ -160,30 +161,11 @@ def _length_groups(rows_by_length: list[int]) -> list[list[int]]:
     return [rows_by_length[i : i + size] for i in range(0, len(rows_by_length), size)]
 
 
-class PoolWriter:
-    """A ``cache_aware_lm.CacheWriter``: new K/V into the pool, the pool's layer returned.
-
-    The returned pair is the layer's whole pool as ``[1, H_kv, slots, D]`` views;
-    ``RaggedPagedAttention`` picks each row's context out of it.
-    """
-
-    def __init__(self, pool: BlockPool, new_slots: Tensor) -> None:
-        self._pool = pool
-        self._new_slots = new_slots
-        self.storage_length = pool.slots_view(0)[0].shape[1]
-
-    def write(self, layer_index: int, key_new: Tensor, value_new: Tensor) -> LayerKV:
-        key_HSD, value_HSD = self._pool.slots_view(layer_index)
-        key_HSD.index_copy_(1, self._new_slots, key_new[0])
-        value_HSD.index_copy_(1, self._new_slots, value_new[0])
-        return key_HSD[None], value_HSD[None]
-
-
 class RaggedPagedAttention:
     """An attention kernel for the packed call: rows apart, contexts read from the pool.
 
     Called as the model's ``attend(query [1, H, N, D], keys, values, mask)`` with
-    the pool from ``PoolWriter`` as keys and values; which slot a query may see
+    the whole pool from ``paged_kv.PagedCacheWriter`` as keys and values; which slot a query may see
     comes from the layout, not from ``mask`` (a placeholder).
     """
 
@@ -256,7 +238,8 @@ def forward_packed(
     input_ids = torch.tensor([[t for tokens, _ in rows for t in tokens]], dtype=torch.long)
     positions = torch.cat([torch.arange(first, first + len(t)) for t, first in rows])[None]
     layout = _to(layout, device)
-    writer = PoolWriter(cache.pool, layout.new_slots)
+    pool_slots = cache.num_blocks * cache.block_size
+    writer = PagedCacheWriter(cache.pool, layout.new_slots[None], pool_slots)
     attention = RaggedPagedAttention(layout)
     placeholder = torch.ones(1, 1, 1, 1, dtype=torch.bool, device=device)  # unused, see above
     hidden, _ = model.run_blocks(
