@@ -12,6 +12,8 @@ candidate; its package session then runs only the contract tests.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -24,7 +26,9 @@ TORCH_REQUIREMENT = "torch==2.13.0"
 TORCH_SITE = ROOT / ".nox" / "_torch"
 INDUCTOR_CACHE = ROOT / ".cache" / "inductor"  # compiled kernels, autotune results
 
-nox.options.default_venv_backend = "virtualenv"
+# uv where it is installed (`pip install uv`, as .ci/run does): venvs and installs in seconds;
+# virtualenv and pip otherwise.
+nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_external_run = True
 
@@ -81,11 +85,77 @@ def _link_torch(session: nox.Session) -> None:
     Path(site.strip(), "_gptlab_shared_torch.pth").write_text(f"{_shared_torch()}\n")
 
 
+# uv resolves every requirement itself and would fetch a multi-GB CUDA torch from the index;
+# an override that can never apply drops torch (and numpy, installed beside it) from its
+# resolution: both already sit on every venv's path through the .pth link above.
+TORCH_OVERRIDES = 'torch; sys_platform == "never"\nnumpy; sys_platform == "never"\n'
+
+
+def _torch_overrides() -> Path:
+    path = TORCH_SITE.parent / "_torch_overrides.txt"
+    if not path.exists() or path.read_text() != TORCH_OVERRIDES:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(TORCH_OVERRIDES)
+    return path
+
+
+SKIPPED_DIRS = {"tests", "__pycache__", "build", "dist", ".pytest_cache", ".mypy_cache"}
+
+
+@functools.cache
+def _sources_digest() -> str:
+    """Every installable file of every package: an edit anywhere reinstalls this repo's packages."""
+    digest = hashlib.sha256()
+    for folder, subfolders, files in os.walk(PACKAGES_DIR):
+        subfolders[:] = sorted(
+            d for d in subfolders if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
+        )
+        for name in sorted(files):
+            path = Path(folder, name)
+            digest.update(str(path.relative_to(PACKAGES_DIR)).encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.cache
+def _distributions() -> tuple[str, ...]:
+    import tomllib
+
+    return tuple(
+        tomllib.loads(pyproject.read_text())["project"]["name"]
+        for pyproject in sorted(PACKAGES_DIR.glob("*/pyproject.toml"))
+    )
+
+
+def _install(session: nox.Session, *requirements: str, local: bool = False) -> None:
+    """`session.install`, skipped when this venv already holds exactly these requirements.
+
+    A warm venv then costs nothing: the same requirements from an index, or this repo's
+    packages (`local`) with unchanged sources, are not reinstalled. Local packages are
+    installed anew when any source changed, the siblings they pull in too (neither pip nor
+    uv rebuilds an installed direct-reference dependency by itself).
+    """
+    wanted = hashlib.sha256("\0".join((str(session.venv_backend), *requirements)).encode())
+    stamp = Path(session.virtualenv.location, f".gptlab-install-{wanted.hexdigest()[:16]}")
+    state = _sources_digest() if local else "index"
+    if stamp.exists() and stamp.read_text() == state:
+        session.log(f"already installed: {' '.join(Path(r).name for r in requirements)}")
+        return
+    if session.venv_backend == "uv":
+        reinstall = [f"--reinstall-package={name}" for name in _distributions()] if local else []
+        session.install("--override", str(_torch_overrides()), *reinstall, *requirements)
+    else:
+        if local:  # pip keeps a direct-reference sibling that is already installed
+            session.run("python", "-m", "pip", "uninstall", "--quiet", "-y", *_distributions())
+        session.install(*requirements)
+    stamp.write_text(state)
+
+
 def install_packages(session: nox.Session, *names: str, extras: str = "test") -> None:
     """Install packages from this repository (never from an index) over the shared torch."""
     _link_torch(session)
     suffix = f"[{extras}]" if extras else ""
-    session.install(*(f"{PACKAGES_DIR / name}{suffix}" for name in names))
+    _install(session, *(f"{PACKAGES_DIR / name}{suffix}" for name in names), local=True)
 
 
 def _contract_only(names: tuple[str, ...]) -> list[str]:
@@ -226,14 +296,14 @@ def bench(session: nox.Session) -> None:
     install_packages(session, *RUNTIME_PACKAGES, extras="")
     install_packages(session, "tinygpt", "cache_aware_lm", extras="hf")
     install_packages(session, "stdlib_pair", extras="")  # the trained pair (section 7)
-    session.install("matplotlib>=3.8")
+    _install(session, "matplotlib>=3.8")
     session.run("python", "-m", "bench.run", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the whole tree."""
-    session.install("ruff>=0.6")
+    _install(session, "ruff>=0.6")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -242,7 +312,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy (strict) over every package's source and the benchmarks."""
     install_packages(session, *RUNTIME_PACKAGES, "stdlib_pair")
-    session.install("mypy>=1.10", "matplotlib>=3.8")  # bench/ is typed against matplotlib
+    _install(session, "mypy>=1.10", "matplotlib>=3.8")  # bench/ is typed against matplotlib
     sources = [str(PACKAGES_DIR / name / "src") for name in (*RUNTIME_PACKAGES, *EXTRA_PACKAGES)]
     session.run("mypy", *sources, "bench")
 
@@ -255,7 +325,9 @@ def build(session: nox.Session) -> None:
 
     # Every package's build backend is hatchling: installed once here and used without
     # isolation, instead of build making (and filling) a fresh env for each of 20 builds.
-    session.install("build>=1.2", "hatchling>=1.21", "virtualenv>=20")
+    _install(session, "build>=1.2", "hatchling>=1.21", "virtualenv>=20")
+    # Each wheel's own venv is made and filled by uv when the session runs on uv.
+    uv = shutil.which("uv") if session.venv_backend == "uv" else None
     dist = ROOT / ".nox" / "_dist"
     shutil.rmtree(dist, ignore_errors=True)
     for name in (*RUNTIME_PACKAGES, *EXTRA_PACKAGES):
@@ -282,8 +354,13 @@ def build(session: nox.Session) -> None:
         wheel = next((dist / name).glob("*.whl"))
         with tempfile.TemporaryDirectory(prefix=f"gptlab-{name}-") as scratch:
             venv = Path(scratch) / "venv"
-            session.run("python", "-m", "virtualenv", "--quiet", str(venv), silent=True)
             python = str(venv / "bin" / "python")
+            if uv:
+                session.run(
+                    uv, "venv", "--quiet", "--python", sys.executable, str(venv), external=True
+                )
+            else:
+                session.run("python", "-m", "virtualenv", "--quiet", str(venv), silent=True)
             purelib = session.run(
                 python,
                 "-c",
@@ -293,7 +370,21 @@ def build(session: nox.Session) -> None:
             )
             assert isinstance(purelib, str)
             Path(purelib.strip(), "_gptlab_shared_torch.pth").write_text(f"{_shared_torch()}\n")
-            session.run(python, "-m", "pip", "install", "--quiet", str(wheel), external=True)
+            if uv:
+                overrides = ("--override", str(_torch_overrides()))
+                session.run(
+                    uv,
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--python",
+                    python,
+                    *overrides,
+                    str(wheel),
+                    external=True,
+                )
+            else:
+                session.run(python, "-m", "pip", "install", "--quiet", str(wheel), external=True)
             session.run(python, "-c", _IMPORT_CHECK.format(name=name), external=True)
 
 
