@@ -10,6 +10,7 @@ samples, finishes and frees. ``Engine.generate`` streams tokens per request.
 """
 
 from .batch import forward_mixed_batch, pad_rows
+from .atomic import StagedWrites, StepError
 from .engine import Engine, EngineStats, ScheduledRow, StepRecord, StreamOutput
 from .packed import RaggedLayout, RaggedPagedAttention, forward_packed, ragged_layout
 from .policy import Policy, StepPlan
@@ -25,6 +26,8 @@ __all__ = [
     "Request",
     "RequestStatus",
     "ScheduledRow",
+    "StagedWrites",
+    "StepError",
     "StepPlan",
     "StepRecord",
     "StreamOutput",
