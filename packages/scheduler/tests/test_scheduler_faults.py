@@ -50,7 +50,7 @@ REQUESTS = (
 )
 
 
-class InjectedFault(RuntimeError):
+class InjectedFaultError(RuntimeError):
     """The fault this suite injects (never raised by an engine itself)."""
 
 
@@ -69,12 +69,12 @@ class Faults:
             return  # the construction probe
         self.calls += 1
         if self.calls in self.fail_calls:
-            raise InjectedFault(f"model call {self.calls}")
+            raise InjectedFaultError(f"model call {self.calls}")
 
     def before_draw(self) -> None:
         self.draws += 1
         if self.draws in self.fail_draws:
-            raise InjectedFault(f"draw {self.draws}")
+            raise InjectedFaultError(f"draw {self.draws}")
 
 
 class FaultyPadded(torch.nn.Module):
@@ -164,8 +164,12 @@ class Run:
             record = self.engine.step()
         except Exception as error:
             self.failures += 1
-            assert any(repr(rid) in str(error) or str(rid) in str(error) for rid in unfinished), (
-                f"the error names none of the requests in flight: {error}"
+            message = str(error)
+        else:
+            message = None
+        if message is not None:
+            assert any(repr(rid) in message or str(rid) in message for rid in unfinished), (
+                f"the error names none of the requests in flight: {message}"
             )
             return False
         for rid, token in dict(record.emitted).items():
@@ -288,7 +292,7 @@ class Poisoned(FaultyServable):
 
     def run_blocks(self, input_ids, *args, **kwargs):
         if bool((input_ids == 15).any()):
-            raise InjectedFault("token 15 poisons this model")
+            raise InjectedFaultError("token 15 poisons this model")
         return self.inner.run_blocks(input_ids, *args, **kwargs)
 
 

@@ -9,8 +9,8 @@ seam, or padded rows) through a ``paged_kv.PagedKVCache``, and
 samples, finishes and frees. ``Engine.generate`` streams tokens per request.
 """
 
-from .batch import forward_mixed_batch, pad_rows
 from .atomic import StagedWrites, StepError
+from .batch import forward_mixed_batch, pad_rows
 from .engine import Engine, EngineStats, ScheduledRow, StepRecord, StreamOutput
 from .packed import RaggedLayout, RaggedPagedAttention, forward_packed, ragged_layout
 from .policy import Policy, StepPlan
