@@ -45,7 +45,7 @@ def check_request_id(name: str, value: object) -> Hashable:
     if _is_id_part(value) or (
         isinstance(value, tuple) and value and all(_is_id_part(part) for part in value)
     ):
-        return value  # type: ignore[return-value]
+        return value
     raise ValueError(
         f"{name} must be a str or an int (or a tuple of them), got {type(value).__name__} {value!r}"
     )

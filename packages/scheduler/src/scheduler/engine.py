@@ -103,8 +103,6 @@ def _probe(model: CacheAwareModel) -> _ModelShape:
     Anything that does not answer like a cache-aware model (CONTRACTS.md) is refused
     here, before the pool is built: a TypeError naming ``model``.
     """
-    if not callable(model):
-        raise TypeError(f"model must be a callable cache-aware model, got {type(model).__name__}")
     parameters = getattr(model, "parameters", None)
     device = next(iter(parameters()), torch.empty(0)).device if callable(parameters) else None
     if device is not None and device.type == "meta":
