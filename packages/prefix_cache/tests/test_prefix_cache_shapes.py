@@ -74,9 +74,13 @@ def test_store_accepts_one_shape_everywhere(filled):
 def test_a_runner_over_a_model_on_meta_names_the_model(module_id):
     meta = cache_aware_modules()[module_id].make_test_model().to("meta")
     cache = pc.PrefixCache(4, 8)
+    ids = torch.tensor([[1, 2, 3, 4, 5]], device=test_device())
+    positions = torch.arange(5, device=test_device())[None]
+
+    def prefill() -> None:  # refused at construction or at the prefill: either is fine
+        pc.PrefixCachedRunner(meta, cache, NS).prefill(ids, positions)
+
     with pytest.raises(ValueError, match=r"\bmodel\b.*meta|meta.*\bmodel\b") as raised:
-        runner = pc.PrefixCachedRunner(meta, cache, NS)
-        ids = torch.tensor([[1, 2, 3, 4, 5]], device=test_device())
-        runner.prefill(ids, torch.arange(5, device=test_device())[None])
+        prefill()
     assert "is on cpu" not in str(raised.value)
     assert cache.entry_count == 0
