@@ -364,8 +364,10 @@ class Engine:
         staged = StagedWrites()
         try:
             logits_RV = forward_mixed_batch(self.model, self.cache, ids, rows, staged=staged)
-        except Exception as error:
+        except BaseException as error:
             staged.abort()
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt and the like: nothing changed, passed on as is
             raise StepError(
                 f"the model call failed for request_ids {ids}: {type(error).__name__}: {error}",
                 ids,
@@ -373,11 +375,11 @@ class Engine:
         drawn = self._draw(plan, logits_RV, staged)
         try:
             staged.commit()
-        except Exception as error:
+        except BaseException as error:
             staged.abort()
-            for request, _, _, state in drawn:
-                if state is not None:
-                    request.generator.set_state(state)
+            _restore_generators(drawn)
+            if not isinstance(error, Exception):
+                raise
             raise StepError(
                 f"storing the K/V failed for request_ids {ids}: {error}", ids
             ) from error
@@ -398,13 +400,11 @@ class Engine:
             state = request.generator.get_state() if request.temperature > 0 else None
             try:
                 token = next_token(logits_RV[row], request)
-            except Exception as error:
-                if state is not None:
-                    request.generator.set_state(state)
-                for earlier, _, _, before in drawn:
-                    if before is not None:
-                        earlier.generator.set_state(before)
+            except BaseException as error:
+                _restore_generators([*drawn, (request, tokens, None, state)])
                 staged.abort()
+                if not isinstance(error, Exception):
+                    raise
                 raise StepError(
                     f"sampling the next token of request_id {request.request_id!r} failed: "
                     f"{type(error).__name__}: {error}",
@@ -525,6 +525,15 @@ class Engine:
         (rid,) = error.request_ids
         failures[rid] = failures.get(rid, 0) + 1
         return rid if failures[rid] >= FAILURES_BEFORE_ABORT else None
+
+
+def _restore_generators(
+    drawn: Sequence[tuple[Request, int, int | None, torch.Tensor | None]],
+) -> None:
+    """Every generator back to its state before this step's draw (the draw never happened)."""
+    for request, _, _, state in drawn:
+        if state is not None:
+            request.generator.set_state(state)
 
 
 # A request is aborted by ``generate`` after this many failed steps of its own (one
