@@ -25,6 +25,7 @@ from .allocator import BlockAllocator, BlockPoolExhaustedError
 from .block_cache import BlockCache
 from .block_table import BlockTable, slots_of
 from .checks import (
+    check_device,
     check_namespace,
     check_non_negative_int,
     check_positive_int,
@@ -32,8 +33,9 @@ from .checks import (
     check_tensor,
     token_list,
 )
-from .hashing import PagedNamespace, block_hash, chain_hashes, full_blocks
+from .hashing import BlockHash, PagedNamespace, block_hash, chain_hashes, full_blocks
 from .pool import BlockPool, LayerKV, PastKeyValues
+from .sizes import check_pool_fits, describe
 
 ModelInputs = tuple[PastKeyValues | None, Tensor | None, Tensor | None]
 
@@ -51,33 +53,77 @@ class PagedCacheStats:
     free_blocks: int  # blocks holding nothing
 
 
+@dataclass
+class _Grown:
+    """What ``reserve`` did to one table, so ``abort`` can undo it exactly."""
+
+    table: BlockTable
+    old_block_count: int
+    copied: tuple[int, int, int] | None = None  # (index, shared block, its private copy)
+
+
 class PendingAppend:
-    """Slots reserved by ``PagedKVCache.reserve``: write them, then ``commit``.
+    """Slots reserved by ``PagedKVCache.reserve``: write them, then ``commit`` (or ``abort``).
 
     ``slots`` ``[B, T]`` are the new tokens' flat pool slots; ``block_tables``,
     ``starts`` and ``new_lengths`` describe every row as it will be after the commit
-    (what an attention kernel reading the pool in place needs).
+    (what an attention kernel reading the pool in place needs). Until ``commit``
+    nothing a reader sees has changed but the blocks reserved: ``abort`` gives them
+    back and undoes every copy on write, so a failed computation loses nothing.
     """
 
-    def __init__(self, cache: PagedKVCache, tables: list[BlockTable], tokens: list[list[int]]):
+    def __init__(self, cache: PagedKVCache, grown: list[_Grown], tokens: list[list[int]]) -> None:
         self._cache = cache
-        self._tables = tables
+        self._grown = grown
+        self._tables = [change.table for change in grown]
         self._tokens = tokens
+        self._open = True
         T = len(tokens[0])
         rows = []
-        for table in tables:
+        for table in self._tables:
             first = table.start + table.length  # the row's next absolute position
             rows.append(slots_of(table, list(range(first, first + T)), cache.block_size, None))
         self.slots = torch.stack(rows).to(cache.device)  # [B, T] flat pool slots
-        self.block_tables = [tuple(table.blocks) for table in tables]
-        self.starts = [table.start for table in tables]
-        self.new_lengths = [table.length + T for table in tables]
+        self.block_tables = [tuple(table.blocks) for table in self._tables]
+        self.starts = [table.start for table in self._tables]
+        self.new_lengths = [table.length + T for table in self._tables]
+
+    def write(self, past_key_values: Sequence[LayerKV]) -> None:
+        """Store the new tokens' K/V (per layer ``[B, H_kv, T, D]``, checked) at ``slots``."""
+        self._cache._check_kv(past_key_values, len(self._tables), self.slots)
+        with torch.no_grad():  # storage is state, never part of an autograd graph
+            for layer, (key_new, value_new) in enumerate(past_key_values):
+                self._cache._pool.write(layer, self.slots, key_new, value_new)
 
     def commit(self) -> None:
         """The written tokens count: lengths grow, newly full blocks are published."""
-        for table, row in zip(self._tables, self._tokens, strict=True):
+        self.apply(self.digests())
+
+    def digests(self) -> list[list[BlockHash]]:
+        """Every row's newly full blocks' hashes (computed first: nothing changes yet)."""
+        self._check_open()
+        return [
+            self._cache._new_hashes(table, row)
+            for table, row in zip(self._tables, self._tokens, strict=True)
+        ]
+
+    def apply(self, digests: list[list[BlockHash]]) -> None:
+        """Grow the lengths and publish ``digests`` (plain list and dict updates only)."""
+        self._check_open()
+        self._open = False
+        for table, row, hashes in zip(self._tables, self._tokens, digests, strict=True):
             table.tokens.extend(row)
-            self._cache._publish_full_blocks(table)
+            self._cache._publish(table, hashes)
+
+    def abort(self) -> None:
+        """Give back every reserved block and undo every copy on write, last row first."""
+        self._check_open()
+        self._open = False
+        self._cache._undo(self._grown)
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise RuntimeError("this reservation was already committed or aborted")
 
 
 class PagedKVCache:
@@ -105,9 +151,17 @@ class PagedKVCache:
             check_positive_int(name, value)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-        self._pool = BlockPool(
-            layer_count, num_blocks, head_count, block_size, head_dim, dtype, device
-        )
+        where = check_device(device)
+        needed = check_pool_fits(sizes, dtype, where)  # before any memory is asked for
+        try:
+            self._pool = BlockPool(
+                layer_count, num_blocks, head_count, block_size, head_dim, dtype, where
+            )
+        except (RuntimeError, MemoryError) as error:  # the device's allocator said no
+            raise ValueError(
+                f"a pool of {describe(sizes)} ({dtype}) needs {needed:,} bytes, which "
+                f"device {where} could not allocate"
+            ) from error
         self._cache = BlockCache()
         self._allocator = BlockAllocator(num_blocks, self._cache)
         self._tables: dict[Hashable, BlockTable] = {}
@@ -242,9 +296,11 @@ class PagedKVCache:
         """Store each row's next T tokens and their K/V (per layer ``[B, H_kv, T, D]``)."""
         self._check_kv(past_key_values, len(request_ids), token_ids)
         pending = self.reserve(request_ids, token_ids, positions)
-        with torch.no_grad():  # storage is state, never part of an autograd graph
-            for layer, (key_new, value_new) in enumerate(past_key_values):
-                self._pool.write(layer, pending.slots, key_new, value_new)
+        try:
+            pending.write(past_key_values)
+        except BaseException:
+            pending.abort()
+            raise
         pending.commit()
 
     def reserve(
@@ -252,14 +308,22 @@ class PagedKVCache:
     ) -> PendingAppend:
         """Validate an append, allocate (and copy on write) its blocks, return its slots.
 
-        The caller writes K/V at ``slots`` (``[B, T]`` flat pool slots), then commits.
+        The caller writes K/V at ``slots`` (``[B, T]`` flat pool slots), then commits
+        (or aborts: every block goes back, every copy on write is undone). A reserve
+        that fails part-way is undone the same way.
         """
         tables = self._tables_of(request_ids)
         tokens, T = self._check_rows(tables, token_ids, positions)
         self._ensure_available(tables, T)
-        for table in tables:
-            self._make_writable(table, T)
-        return PendingAppend(self, tables, tokens)
+        grown: list[_Grown] = []
+        try:
+            for table in tables:
+                grown.append(_Grown(table, len(table.blocks)))
+                self._make_writable(grown[-1], T)
+            return PendingAppend(self, grown, tokens)
+        except BaseException:
+            self._undo(grown)
+            raise
 
     def free(self, request_id: Hashable) -> None:
         """Close a request: every block loses a holder, the deepest block first.
@@ -388,25 +452,53 @@ class PagedKVCache:
                 f"(pool of {self.num_blocks})"
             )
 
-    def _make_writable(self, table: BlockTable, T: int) -> None:
+    def _make_writable(self, change: _Grown, T: int) -> None:
         """Copy a shared block about to be written (copy on write), then grow the table."""
+        table = change.table
         if table.length % self.block_size:
             index = table.length // self.block_size
             shared = table.blocks[index]
             if self._allocator.ref_count(shared) > 1:
                 private = self._allocator.allocate()
+                change.copied = (index, shared, private)
                 self._pool.copy_block(shared, private)
                 self._allocator.release(shared)
                 table.blocks[index] = private
         while len(table.blocks) * self.block_size < table.length + T:
             table.blocks.append(self._allocator.allocate())
 
-    def _publish_full_blocks(self, table: BlockTable) -> None:
-        """Hash every newly full block, chained to its parent, and make it findable."""
+    def _undo(self, grown: list[_Grown]) -> None:
+        """Reverse ``_make_writable`` for these tables, last first (see ``PendingAppend``).
+
+        Blocks come back unpublished (free); a cached block evicted to make room stays
+        forgotten (a later prefix miss, never a wrong hit).
+        """
+        for change in reversed(grown):
+            table = change.table
+            while len(table.blocks) > change.old_block_count:
+                self._allocator.release(table.blocks.pop())
+            if change.copied is not None:
+                index, shared, private = change.copied
+                self._allocator.share(shared)  # still held by the others: no cache move
+                table.blocks[index] = shared
+                self._allocator.release(private)
+                change.copied = None
+
+    def _new_hashes(self, table: BlockTable, new_tokens: list[int]) -> list[BlockHash]:
+        """Chained hashes of the blocks that ``new_tokens`` make full (nothing changes)."""
         bs = self.block_size
-        for index in range(len(table.hashes), full_blocks(table.length, bs)):
-            parent = table.hashes[-1] if table.hashes else None
-            chunk = table.tokens[index * bs : (index + 1) * bs]
-            digest = block_hash(parent, chunk, table.namespace, table.start)
+        tokens = table.tokens + new_tokens
+        hashes: list[BlockHash] = []
+        parent = table.hashes[-1] if table.hashes else None
+        for index in range(len(table.hashes), full_blocks(len(tokens), bs)):
+            parent = block_hash(
+                parent, tokens[index * bs : (index + 1) * bs], table.namespace, table.start
+            )
+            hashes.append(parent)
+        return hashes
+
+    def _publish(self, table: BlockTable, hashes: list[BlockHash]) -> None:
+        """Record the table's new full-block hashes and make those blocks findable."""
+        for digest in hashes:
+            self._cache.publish(table.blocks[len(table.hashes)], digest)
             table.hashes.append(digest)
-            self._cache.publish(table.blocks[index], digest)

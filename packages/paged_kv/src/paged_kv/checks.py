@@ -33,10 +33,39 @@ def check_namespace(value: object) -> PagedNamespace:
     return value
 
 
+def _is_id_part(value: object) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
 def check_request_id(name: str, value: object) -> Hashable:
-    if isinstance(value, Tensor) or not isinstance(value, Hashable):
-        raise ValueError(f"{name} must be hashable (a str or int), got {type(value).__name__}")
-    return value
+    """A str or an int (not a bool), or a tuple of them (the scheduler's own ids).
+
+    A float id would make 1.0 and 1 one request, None reads as "no request": refused.
+    """
+    if _is_id_part(value) or (
+        isinstance(value, tuple) and value and all(_is_id_part(part) for part in value)
+    ):
+        return value
+    raise ValueError(
+        f"{name} must be a str or an int (or a tuple of them), got {type(value).__name__} {value!r}"
+    )
+
+
+def check_device(device: object) -> torch.device:
+    """A torch.device (or its name) that exists here and can hold K/V (not ``meta``)."""
+    if not isinstance(device, torch.device | str):
+        raise ValueError(f"device must be a torch.device or a str, got {type(device).__name__}")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"device {device!r} is not a torch device name") from None
+    if resolved.type == "meta":
+        raise ValueError("device 'meta' holds no data: a K/V pool needs a real device")
+    try:
+        torch.empty(0, device=resolved)  # a name torch parses may still be absent here
+    except (RuntimeError, AssertionError):  # a torch without CUDA asserts
+        raise ValueError(f"device {device!r} is not available on this machine") from None
+    return resolved
 
 
 def token_list(name: str, tokens: object) -> list[int]:

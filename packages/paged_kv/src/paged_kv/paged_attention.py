@@ -27,6 +27,7 @@ from torch import Tensor
 from cache_aware_lm import ServableModel, folded_grouped_query_attention
 
 from .cache import PagedKVCache, PendingAppend
+from .call_checks import check_call
 from .pool import BlockPool, LayerKV
 
 
@@ -81,23 +82,21 @@ def paged_forward_fast(
     positions: Tensor,
 ) -> Tensor:
     """``runner.paged_forward`` without gathering: the same logits ``[B, T, V]`` and pool."""
-    geometry = model.geometry
-    if input_ids.shape != positions.shape:
-        raise ValueError("positions must have the shape of input_ids")
-    if bool((input_ids >= geometry.vocab_size).any()):
-        raise ValueError(f"input_ids must lie in [0, vocab_size={geometry.vocab_size})")
-    if bool((positions >= geometry.context_length).any()):
-        raise ValueError(f"positions must lie below the context length {geometry.context_length}")
+    check_call(model, cache, request_ids, input_ids, positions, servable=True)
     pending = cache.reserve(request_ids, input_ids, positions)
-    slot_positions_BS = pool_slot_positions(pending, cache.block_size, cache.device)
-    visible = (slot_positions_BS[:, None, :] >= 0) & (
-        slot_positions_BS[:, None, :] <= positions[:, :, None]
-    )
-    writer = PagedCacheWriter(cache.pool, pending.slots, slot_positions_BS.shape[1])
-    with torch.no_grad():
-        hidden, _ = model.run_blocks(
-            input_ids, positions, visible[:, None], writer, folded_grouped_query_attention
+    try:
+        slot_positions_BS = pool_slot_positions(pending, cache.block_size, cache.device)
+        visible = (slot_positions_BS[:, None, :] >= 0) & (
+            slot_positions_BS[:, None, :] <= positions[:, :, None]
         )
-        logits: Tensor = model.lm_head(hidden)
+        writer = PagedCacheWriter(cache.pool, pending.slots, slot_positions_BS.shape[1])
+        with torch.no_grad():
+            hidden, _ = model.run_blocks(
+                input_ids, positions, visible[:, None], writer, folded_grouped_query_attention
+            )
+            logits: Tensor = model.lm_head(hidden)
+    except BaseException:
+        pending.abort()  # the reserved blocks go back: a failed call changes nothing
+        raise
     pending.commit()
     return logits

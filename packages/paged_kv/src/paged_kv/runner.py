@@ -19,6 +19,7 @@ from torch import Tensor
 from cache_aware_lm import CacheAwareModel
 
 from .cache import PagedKVCache
+from .call_checks import check_call
 from .pool import PastKeyValues
 
 
@@ -47,6 +48,7 @@ def paged_forward(
 
     Returns the logits ``[B, T, V]``: equal to recomputing every row from its start.
     """
+    check_call(model, cache, request_ids, input_ids, positions, servable=False)
     past, lengths, starts = cache.model_inputs(request_ids)
     output = model(input_ids, positions, past, lengths, starts, use_cache=True)
     if output.past_key_values is None:

@@ -111,6 +111,13 @@ def check_past(
                 raise TypeError(f"{where} must be a tensor, got {type(tensor).__name__}")
             first = tensor if first is None else first
             _check_entry_tensor(where, tensor, first, token_count, exact)
+            # One shape for every key and value of every layer (heads, slots, head size):
+            # a snapshot the model cannot take back is refused when stored, not when hit.
+            if tensor.shape != first.shape:
+                raise ValueError(
+                    f"{where} has shape {list(tensor.shape)}, past_key_values[0].key "
+                    f"{list(first.shape)}: every key and value must share one shape"
+                )
     return past_key_values
 
 

@@ -53,6 +53,15 @@ class PrefixPrefillOutput:
         check_past(self.past_key_values, self.reused_tokens)
 
 
+def _check_not_meta(model: object) -> None:
+    """A model on ``meta`` is the problem (not a device mismatch with the prompt)."""
+    parameters = getattr(model, "parameters", None)
+    if callable(parameters):
+        first = next(iter(parameters()), None)
+        if isinstance(first, Tensor) and first.device.type == "meta":
+            raise ValueError("model is on device meta: it has no weights to run")
+
+
 def reuse_cap(prompt_length: int, block_size: int) -> int:
     """The most tokens a prefill may reuse: B * floor((T - 1) / B)."""
     check_count(prompt_length, "prompt_length", minimum=1)
@@ -70,6 +79,7 @@ class PrefixCachedRunner:
     def __init__(self, model: CacheAwareModel, cache: PrefixCache, namespace: PrefixCacheNamespace):
         if not callable(model):
             raise TypeError(f"model must be callable, got {type(model).__name__}")
+        _check_not_meta(model)
         # Duck-typed: a PrefixCache built from this package's code, also when the class
         # object differs (a reloaded or mutated module).
         if not all(hasattr(cache, name) for name in _CACHE_INTERFACE):

@@ -9,6 +9,7 @@ seam, or padded rows) through a ``paged_kv.PagedKVCache``, and
 samples, finishes and frees. ``Engine.generate`` streams tokens per request.
 """
 
+from .atomic import StagedWrites, StepError
 from .batch import forward_mixed_batch, pad_rows
 from .engine import Engine, EngineStats, ScheduledRow, StepRecord, StreamOutput
 from .packed import RaggedLayout, RaggedPagedAttention, forward_packed, ragged_layout
@@ -25,6 +26,8 @@ __all__ = [
     "Request",
     "RequestStatus",
     "ScheduledRow",
+    "StagedWrites",
+    "StepError",
     "StepPlan",
     "StepRecord",
     "StreamOutput",

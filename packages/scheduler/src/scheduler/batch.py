@@ -9,7 +9,7 @@ real token of its row, is never seen by one. Then:
 
     past, lengths, starts = cache.model_inputs(ids)    # each row's blocks, gathered
     out = model(tokens [R, W], positions [R, W], past, lengths, starts, use_cache=True)
-    cache.append(...)                                   # each row's first k_r new K/V only
+    reserve + write each row's first k_r new K/V       # committed with the step (atomic.py)
     logits of row r at column k_r - 1                   # what the next token is drawn from
 
 ``append`` takes an equal token count per call, so rows are appended in groups
@@ -34,6 +34,7 @@ from cache_aware_lm import CacheAwareModel, ServableModel
 from paged_kv import PagedKVCache, new_token_kv
 
 from . import checks
+from .atomic import StagedWrites
 from .packed import forward_packed
 
 
@@ -57,10 +58,18 @@ def forward_mixed_batch(
     cache: PagedKVCache,
     request_ids: Sequence[Hashable],
     rows: Sequence[tuple[list[int], int]],
+    *,
+    staged: StagedWrites | None = None,
 ) -> Tensor:
-    """Run every row's new tokens in one call and store their K/V; last logits ``[R, V]``."""
+    """Run every row's new tokens in one call and store their K/V; last logits ``[R, V]``.
+
+    With ``staged`` the K/V are written but left to the caller to commit or abort
+    with the rest of its step (``atomic.py``); without, they are committed here.
+    Either way a failure (the model's, the pool's) leaves the cache as it was.
+    """
     if _servable(model):
-        return forward_packed(model, cache, request_ids, rows)  # validates the rows itself
+        # validates the rows itself
+        return forward_packed(model, cache, request_ids, rows, staged=staged)
     checks.batch_rows(request_ids, rows)
     input_ids, positions, counts = pad_rows(rows, cache.device)
     past, lengths, starts = cache.model_inputs(request_ids)
@@ -70,14 +79,26 @@ def forward_mixed_batch(
         raise ValueError("the model returned no cache although use_cache=True was passed")
     logits, present = output.logits, output.past_key_values
     new_kv = new_token_kv(present, old_lengths, input_ids.shape[1])
-    for count in sorted(set(counts.tolist())):
-        (group,) = torch.nonzero(counts == count, as_tuple=True)
-        cache.append(
-            [request_ids[row] for row in group.tolist()],
-            input_ids[group, :count],
-            positions[group, :count],
-            tuple((key[group, :, :count], value[group, :, :count]) for key, value in new_kv),
-        )
+    stage = StagedWrites() if staged is None else staged
+    written = StagedWrites()  # this call's own reservations, undone together on a failure
+    try:
+        for count in sorted(set(counts.tolist())):
+            (group,) = torch.nonzero(counts == count, as_tuple=True)
+            pending = cache.reserve(
+                [request_ids[row] for row in group.tolist()],
+                input_ids[group, :count],
+                positions[group, :count],
+            )
+            written.add(pending)
+            pending.write(
+                tuple((key[group, :, :count], value[group, :, :count]) for key, value in new_kv)
+            )
+    except BaseException:
+        written.abort()
+        raise
+    written.hand_over(stage)
+    if staged is None:
+        stage.commit()
     last = counts - 1
     return logits[torch.arange(len(rows), device=last.device), last]
 

@@ -38,6 +38,8 @@ def request_id(value: object) -> str | int:
 def token_ids(name: str, tokens: object, vocab_size: int) -> list[int]:
     """A non-empty sequence of ints (or ``[T]`` / ``[1, T]`` integer tensor) in the vocabulary."""
     if isinstance(tokens, Tensor):
+        if tokens.device.type == "meta":
+            raise ValueError(f"{name} is a meta tensor: it holds no token ids")
         if tokens.dim() == 2 and tokens.shape[0] == 1:
             tokens = tokens[0]
         if tokens.dim() != 1 or tokens.dtype.is_floating_point or tokens.is_complex():
@@ -72,12 +74,19 @@ def optional_token(name: str, value: object, vocab_size: int) -> int | None:
     return token
 
 
+# Below this a temperature is greedy, as serving engines do (vLLM's _SAMPLING_EPS):
+# logits / 1e-45 overflow to inf and softmax gives NaN, while the limit T -> 0 of the
+# distribution is the argmax anyway. Such a request draws nothing from its generator.
+GREEDY_BELOW = 1e-5
+
+
 def temperature(value: object) -> float:
+    """A finite float >= 0; one below ``GREEDY_BELOW`` is 0.0 (greedy)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"temperature must be a float, got {type(value).__name__}")
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"temperature must be finite and >= 0, got {value}")
-    return float(value)
+    return 0.0 if value < GREEDY_BELOW else float(value)
 
 
 def seed(value: object) -> int:

@@ -33,6 +33,7 @@ from cache_aware_lm import ServableModel, folded_grouped_query_attention
 from paged_kv import PagedCacheWriter, PagedKVCache, PendingAppend
 
 from . import checks
+from .atomic import StagedWrites, abort_all
 
 
 @dataclass(frozen=True)
@@ -208,17 +209,21 @@ def reserve_rows(
     groups: dict[int, list[int]] = {}
     for row, (tokens, _) in enumerate(rows):
         groups.setdefault(len(tokens), []).append(row)
-    pendings = []
-    for k, members in sorted(groups.items()):
-        token_ids = torch.tensor([rows[row][0] for row in members], dtype=torch.long)
-        first = torch.tensor([rows[row][1] for row in members], dtype=torch.long)
-        positions = first[:, None] + torch.arange(k)
-        pending = cache.reserve(
-            [request_ids[row] for row in members],
-            token_ids.to(cache.device),
-            positions.to(cache.device),
-        )
-        pendings.append((members, pending))
+    pendings: list[tuple[list[int], PendingAppend]] = []
+    try:
+        for k, members in sorted(groups.items()):
+            token_ids = torch.tensor([rows[row][0] for row in members], dtype=torch.long)
+            first = torch.tensor([rows[row][1] for row in members], dtype=torch.long)
+            positions = first[:, None] + torch.arange(k)
+            pending = cache.reserve(
+                [request_ids[row] for row in members],
+                token_ids.to(cache.device),
+                positions.to(cache.device),
+            )
+            pendings.append((members, pending))
+    except BaseException:
+        abort_all([pending for _, pending in pendings])  # a later group failed: undo all
+        raise
     return pendings
 
 
@@ -228,26 +233,39 @@ def forward_packed(
     cache: PagedKVCache,
     request_ids: Sequence[Hashable],
     rows: Sequence[tuple[list[int], int]],
+    *,
+    staged: StagedWrites | None = None,
 ) -> Tensor:
-    """Run every row's new tokens as one packed sequence, store their K/V; ``[R, V]``."""
+    """Run every row's new tokens as one packed sequence, store their K/V; ``[R, V]``.
+
+    With ``staged`` the written K/V are left to the caller to commit (or abort) with
+    the rest of its step; without, they are committed here. A failure changes nothing.
+    """
     checks.batch_rows(request_ids, rows)
     device = cache.device
     pendings = reserve_rows(cache, request_ids, rows)
-    counts = [len(tokens) for tokens, _ in rows]
-    layout = ragged_layout(pendings, counts, cache.block_size)
-    input_ids = torch.tensor([[t for tokens, _ in rows for t in tokens]], dtype=torch.long)
-    positions = torch.cat([torch.arange(first, first + len(t)) for t, first in rows])[None]
-    layout = _to(layout, device)
-    pool_slots = cache.num_blocks * cache.block_size
-    writer = PagedCacheWriter(cache.pool, layout.new_slots[None], pool_slots)
-    attention = RaggedPagedAttention(layout)
-    placeholder = torch.ones(1, 1, 1, 1, dtype=torch.bool, device=device)  # unused, see above
-    hidden, _ = model.run_blocks(
-        input_ids.to(device), positions.to(device), placeholder, writer, attention
-    )
-    logits: Tensor = model.lm_head(hidden[0, layout.last])
+    try:
+        counts = [len(tokens) for tokens, _ in rows]
+        layout = ragged_layout(pendings, counts, cache.block_size)
+        input_ids = torch.tensor([[t for tokens, _ in rows for t in tokens]], dtype=torch.long)
+        positions = torch.cat([torch.arange(first, first + len(t)) for t, first in rows])[None]
+        layout = _to(layout, device)
+        pool_slots = cache.num_blocks * cache.block_size
+        writer = PagedCacheWriter(cache.pool, layout.new_slots[None], pool_slots)
+        attention = RaggedPagedAttention(layout)
+        placeholder = torch.ones(1, 1, 1, 1, dtype=torch.bool, device=device)  # unused, see above
+        hidden, _ = model.run_blocks(
+            input_ids.to(device), positions.to(device), placeholder, writer, attention
+        )
+        logits: Tensor = model.lm_head(hidden[0, layout.last])
+    except BaseException:
+        abort_all([pending for _, pending in pendings])
+        raise
+    stage = StagedWrites() if staged is None else staged
     for _, pending in pendings:
-        pending.commit()
+        stage.add(pending)
+    if staged is None:
+        stage.commit()
     return logits
 
 

@@ -112,11 +112,23 @@ class Policy:
         self.running.remove(request)
         self.cache.free(request.request_id)
 
-    def schedule(self) -> StepPlan:
+    def abort(self, request: Request) -> None:
+        """Drop a waiting or running request (its blocks freed, full ones cached)."""
+        if request.status is RequestStatus.RUNNING:
+            self.running.remove(request)
+            self.cache.free(request.request_id)
+        else:
+            self.waiting.remove(request)
+        request.status = RequestStatus.FINISHED
+
+    def schedule(self, only: Request | None = None) -> StepPlan:
+        """One step's rows; ``only``: that running request alone (isolating a failure)."""
         plan = StepPlan()
         budget = _StepBudget(self.cache, self.max_num_batched_tokens, self.context_length)
         scheduled: set[int] = set()  # id() of requests with a row this step
         decodes_first = sorted(self.running, key=lambda r: not r.is_decode)  # stable
+        if only is not None:
+            decodes_first = [only]
         for request in decodes_first:
             if budget.tokens == 0:
                 break
@@ -135,7 +147,7 @@ class Policy:
             if request.status is RequestStatus.RUNNING and tokens > 0:
                 self._schedule(plan, budget, request, tokens)
                 scheduled.add(id(request))
-        if not plan.preempted:
+        if not plan.preempted and only is None:
             self._admit_waiting(plan, budget)
         return plan
 

@@ -25,8 +25,14 @@ def check_int(name: str, value: object, minimum: int) -> int:
 
 
 def check_callable(name: str, value: object) -> None:
+    """A callable model, not one on ``meta`` (named as the problem, not a device mismatch)."""
     if not callable(value):
         raise TypeError(f"{name} must be a callable cache-aware model, got {type(value).__name__}")
+    parameters = getattr(value, "parameters", None)
+    if callable(parameters):
+        first = next(iter(parameters()), None)
+        if isinstance(first, Tensor) and first.device.type == "meta":
+            raise ValueError(f"{name} is on device meta: it has no weights to run")
 
 
 def check_long_tensor(name: str, value: object) -> Tensor:

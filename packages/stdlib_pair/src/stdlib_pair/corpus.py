@@ -14,7 +14,9 @@ can be checked on any interpreter.
 
 from __future__ import annotations
 
+import operator
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -39,16 +41,59 @@ def source_files(directory: Path | None = None) -> tuple[list[Path], list[Path]]
     return training, held_out
 
 
-def encode(text: bytes) -> Tensor:
-    """Bytes -> long token ids ``[len(text)]``."""
+def encode(text: str | bytes | bytearray) -> Tensor:
+    """Text (``str``, encoded as UTF-8) or bytes -> long token ids ``[len(bytes)]``.
+
+    Empty text is ``[0]`` ids. Anything else (an int, a list of ints) is a TypeError:
+    ``bytes(5)`` would silently be five zero bytes.
+    """
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    if not isinstance(text, bytes | bytearray):
+        raise TypeError(f"text must be str, bytes or bytearray, got {type(text).__name__}")
+    if not text:
+        return torch.empty(0, dtype=torch.long)  # frombuffer refuses an empty buffer
     return torch.frombuffer(bytearray(text), dtype=torch.uint8).long()
 
 
-def decode(tokens: list[int]) -> bytes:
-    """Token ids -> bytes; the separator ends the text."""
-    if SEPARATOR in tokens:
-        tokens = tokens[: tokens.index(SEPARATOR)]
-    return bytes(tokens)
+def decode(tokens: Sequence[int] | Tensor) -> bytes:
+    """Token ids (ints in ``[0, 256]``, or a 1-D integer tensor) -> bytes.
+
+    The separator (256) ends the text. A bool, a float or an id outside the
+    vocabulary is refused by position (TypeError, ValueError), before decoding.
+    """
+    ids = _token_ids(tokens)
+    if SEPARATOR in ids:
+        ids = ids[: ids.index(SEPARATOR)]
+    return bytes(ids)
+
+
+def _token_ids(tokens: object) -> list[int]:
+    if isinstance(tokens, Tensor):
+        if tokens.dim() != 1 or tokens.is_floating_point() or tokens.is_complex():
+            raise TypeError(
+                f"tokens must be a 1-D integer tensor, got {tokens.dtype} {list(tokens.shape)}"
+            )
+        if tokens.dtype == torch.bool:
+            raise TypeError("tokens must be integer ids, got a bool tensor")
+        tokens = tokens.tolist()
+    if isinstance(tokens, str | bytes | bytearray) or not isinstance(tokens, Sequence):
+        raise TypeError(f"tokens must be a sequence of ints, got {type(tokens).__name__}")
+    ids: list[int] = []
+    for index, token in enumerate(tokens):
+        # An int, or anything that is one exactly (a 0-d integer tensor): not a bool.
+        if isinstance(token, bool) or (isinstance(token, Tensor) and token.dtype == torch.bool):
+            raise TypeError(f"tokens[{index}] must be an int, got a bool")
+        try:
+            token = operator.index(token)
+        except TypeError:
+            raise TypeError(f"tokens[{index}] must be an int, got {type(token).__name__}") from None
+        if not 0 <= token <= SEPARATOR:
+            raise ValueError(
+                f"tokens[{index}] = {token} is outside the vocabulary [0, {VOCAB_SIZE})"
+            )
+        ids.append(token)
+    return ids
 
 
 def token_stream(files: list[Path]) -> Tensor:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor
 
@@ -65,18 +65,43 @@ def held_out_tokens(directory: Path | None = None) -> Tensor:
     return tokens.long()
 
 
-def load_model(name: ModelName, directory: Path | None = None) -> ModernCacheAwareLM:
-    """The trained model ``name`` in eval mode, from ``directory`` (the shipped weights)."""
-    if name not in CONFIGS:
+def load_model(name: ModelName, directory: Path | str | None = None) -> ModernCacheAwareLM:
+    """The trained model ``name`` in eval mode, from ``directory`` (the shipped weights).
+
+    Whatever is wrong with the file (missing, a folder, truncated, a corrupt header,
+    a missing or extra tensor, a wrong shape or dtype, a non-finite weight) is one
+    ValueError naming the file and the problem, raised before any weight is loaded.
+    """
+    if not isinstance(name, str) or name not in CONFIGS:
         raise ValueError(f"name must be one of {sorted(CONFIGS)}, got {name!r}")
-    path = (weights_directory() if directory is None else directory) / f"{name}.safetensors"
+    if directory is not None and not isinstance(directory, Path | str):
+        raise TypeError(f"directory must be a path or None, got {type(directory).__name__}")
+    path = (weights_directory() if directory is None else Path(directory)) / f"{name}.safetensors"
     model = ModernCacheAwareLM(CONFIGS[name])
     model.load_state_dict(read_checked(path, model.state_dict()), strict=True)
     return model.eval()
 
 
 def read_checked(path: Path, expected: dict[str, Tensor]) -> dict[str, Tensor]:
-    """The file's tensors, if their names, shapes and dtypes are exactly ``expected``'s."""
+    """The file's tensors, if their names, shapes and dtypes are exactly ``expected``'s.
+
+    A ValueError naming ``path`` for anything else, the safetensors reader's own
+    errors (a truncated file, a header that is not JSON) included.
+    """
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "missing"
+        raise ValueError(f"{path}: the weights file is {what}, not a safetensors file")
+    try:
+        tensors = _read(path, expected)
+    except (SafetensorError, OSError) as error:
+        raise ValueError(f"{path}: not a readable safetensors file ({error})") from error
+    for tensor_name, tensor in tensors.items():
+        if not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"{path.name}: {tensor_name} holds non-finite values")
+    return tensors
+
+
+def _read(path: Path, expected: dict[str, Tensor]) -> dict[str, Tensor]:
     with safe_open(str(path), framework="pt") as handle:
         names = set(handle.keys())
         missing, extra = sorted(set(expected) - names), sorted(names - set(expected))
