@@ -180,3 +180,13 @@ def test_position_outside_context_is_value_error(lm, origin):
     positions = origin + torch.arange(2, device=test_device())[None]
     with pytest.raises(ValueError):
         model(ids, positions)
+
+
+@pytest.mark.extension
+@pytest.mark.owner("test_model_factories")
+@pytest.mark.parametrize("factory_name", ["make_test_model", "make_eos_test_model"])
+def test_factories_return_models_flagged_eval(lm, factory_name):
+    """This project's factories also call `.eval()`; the contract asks only for the
+    behaviour (test_factories_build_identical_fp32_cpu_eval_models tests that)."""
+    model = getattr(lm, factory_name)()
+    assert not model.training, f"{factory_name}() returns a model in training mode"
