@@ -14,13 +14,11 @@ can be a candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 import torch
 
 from gptlab_testkit import candidate, test_device
-from gptlab_testkit.engine_driver import EngineDriver
+from gptlab_testkit.engine_driver import EngineDriver, StreamWatch
 
 pytestmark = [pytest.mark.contract]
 
@@ -50,7 +48,6 @@ class Served(EngineDriver):
         # A model call is one forward, or (a model with the serving seam) one run_blocks
         # outside a forward: forward runs its blocks through run_blocks itself.
         self.calls = self._inside_forward = 0
-        self.on_call: Callable[[], None] | None = None  # a watchdog's tick, per model call
         self.hooks = [
             model.register_forward_pre_hook(self._enter),
             model.register_forward_hook(self._leave),
@@ -65,8 +62,6 @@ class Served(EngineDriver):
     def _enter(self, module, args) -> None:
         self.calls += 1
         self._inside_forward += 1
-        if self.on_call is not None:
-            self.on_call()
 
     def _leave(self, module, args, output) -> None:
         self._inside_forward -= 1
@@ -74,8 +69,6 @@ class Served(EngineDriver):
     def _counted_run_blocks(self, *args, **kwargs):
         if not self._inside_forward:
             self.calls += 1
-            if self.on_call is not None:
-                self.on_call()
         return self._run_blocks(*args, **kwargs)
 
     def run(self, max_steps: int = 500) -> None:
@@ -152,55 +145,6 @@ def test_concurrent_requests_chunk_decode_and_reuse_blocks_as_each_alone(model) 
         served.close()
 
 
-class StalledError(AssertionError):
-    """An engine made no progress for longer than its unfinished work can explain."""
-
-
-class Watchdog:
-    """Bounds an engine's own `generate` loop without reading anything the contract hides.
-
-    It counts the engine's model calls (the Served hook) and, when `generate` steps through
-    the engine's `step` (the contract's name), its steps. An item streamed is progress;
-    more calls or steps in a row than the unfinished work explains fail the test with the
-    unfinished prompts and the pool, instead of hanging it.
-    """
-
-    def __init__(self, served: Served, prompts: list[list[int]], budgets: list[int]) -> None:
-        self.served = served
-        self.bound = 16 + 3 * sum(len(p) + n for p, n in zip(prompts, budgets, strict=True))
-        self.unfinished = set(range(len(prompts)))
-        self.quiet = 0
-        self.calls_seen = served.calls
-        engine = served.engine
-        self._step = engine.step
-        engine.step = self._counted_step  # an instance attribute: the class is untouched
-        served.on_call = self._tick
-
-    def _counted_step(self):
-        self._tick()
-        return self._step()
-
-    def _tick(self) -> None:
-        self.quiet += 1
-        if self.quiet > 2 * self.bound:  # a step and a model call each count once
-            s = self.served.engine.stats
-            prompts = ", ".join(f"prompt {i}" for i in sorted(self.unfinished))
-            raise StalledError(
-                f"no progress in {self.quiet // 2} steps: {prompts} unfinished;"
-                f" {s.free_blocks} free blocks, {s.cached_blocks} cached, {s.used_blocks} used,"
-                f" {s.preemptions} preemptions, {s.num_waiting} waiting, {s.num_running} running"
-            )
-
-    def progressed(self, index: int, finished: bool) -> None:
-        self.quiet = 0
-        if finished:
-            self.unfinished.discard(index)
-
-    def close(self) -> None:
-        del self.served.engine.step
-        self.served.on_call = None
-
-
 TIGHT_PROMPTS = [[2, 7, 1, 8, 2, 8], [1, 4, 1, 4], [6, 6, 6, 0, 1, 2, 3], [5]]
 TIGHT_BUDGETS = [6, 8, 5, 9]
 TIGHT_BLOCK = 2
@@ -220,13 +164,13 @@ def test_a_pool_too_small_for_the_batch_streams_every_request_exact(model) -> No
     served = Served(
         model, num_blocks=tight_pool_blocks(), block_size=TIGHT_BLOCK, max_num_batched_tokens=5
     )
-    watchdog = Watchdog(served, TIGHT_PROMPTS, TIGHT_BUDGETS)
+    watch = StreamWatch(served.engine, model, TIGHT_PROMPTS, TIGHT_BUDGETS)
     try:
         streamed: dict[int, list[int]] = {i: [] for i in range(len(TIGHT_PROMPTS))}
         last: dict[int, int] = {}
         for position, item in enumerate(served.engine.generate(TIGHT_PROMPTS, TIGHT_BUDGETS)):
             assert item.index not in last, f"prompt {item.index} streamed after its last token"
-            watchdog.progressed(item.index, bool(item.finished))
+            watch.seen(item)
             streamed[item.index].append(int(item.token_id))
             if item.finished:
                 last[item.index] = position
@@ -236,7 +180,7 @@ def test_a_pool_too_small_for_the_batch_streams_every_request_exact(model) -> No
         assert not served.engine.has_unfinished_requests()
         assert served.engine.stats.used_blocks == 0
     finally:
-        watchdog.close()
+        watch.close()
         served.close()
 
 

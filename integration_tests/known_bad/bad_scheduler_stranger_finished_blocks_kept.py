@@ -14,7 +14,8 @@ Engine = stranger_with(
     "good_scheduler_heap_paged",
     [
         (
-            "                finished.append(request.rid)\n                self._release(request)\n",
+            "                finished.append(request.rid)\n"
+            "                self._release(request)\n",
             "                finished.append(request.rid)\n",
         )
     ],

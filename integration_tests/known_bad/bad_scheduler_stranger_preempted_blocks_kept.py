@@ -15,7 +15,8 @@ Engine = stranger_with(
     [
         (
             "    def _preempt(self, victim, preempted):\n        self._release(victim)\n",
-            "    def _preempt(self, victim, preempted):\n        victim.computed = 0  # blocks kept\n",
+            "    def _preempt(self, victim, preempted):\n"
+            "        victim.computed = 0  # its blocks are kept\n",
         ),
         (
             "    def _admit(self, request):\n",
