@@ -256,4 +256,3 @@ def test_position_outside_context_is_value_error(lm, origin):
     positions = origin + torch.arange(2, device=test_device())[None]
     with pytest.raises(ValueError):
         model(ids, positions)
-

@@ -155,3 +155,33 @@ def test_bytes_held_grow_linearly_in_unique_tokens(make_pool, requests):
     # three shared blocks, plus one private partial block per request
     assert pool.cache.stats.used_blocks == 3 + requests
     assert pool.cache.stats.bytes_held == (3 + requests) * pool.block_bytes
+
+
+def test_readmitted_cached_blocks_are_held_not_cached(pool):
+    pool.admit("a", PROMPT[:8])
+    pool.append({"a": PROMPT[:8]})
+    pool.free("a")
+    assert pool.cache.stats.cached_blocks == 2
+
+    pool.admit("b", [*PROMPT[:8], 80])
+
+    stats = pool.cache.stats
+    assert (stats.used_blocks, stats.cached_blocks, stats.free_blocks) == (2, 0, 6)
+    assert [pool.cache.ref_count(block) for block in pool.cache.block_table("b")] == [1, 1]
+
+
+def test_a_readmitted_block_outlives_blocks_cached_after_it(pool):
+    """b re-admits a's cached blocks; blocks cached later are evicted, never b's."""
+    pool.admit("a", PROMPT[:8])
+    pool.append({"a": PROMPT[:8]})
+    pool.free("a")
+    pool.admit("b", [*PROMPT[:8], 80])  # a's blocks: the oldest ever cached, now held
+    pool.fill("c", blocks=6, seed=7)
+    pool.free("c")  # six blocks cached after a's
+
+    pool.fill("d", blocks=5, seed=8)  # evicts five of c's
+    pool.assert_stored("b", "d")
+    pool.append({"b": [80]})  # b's next block: the last of c's
+
+    assert pool.cache.stats.evictions == 6
+    pool.assert_stored("b", "d")
