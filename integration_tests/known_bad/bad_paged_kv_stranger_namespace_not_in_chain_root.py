@@ -5,7 +5,7 @@ The namespace is left out of the hash, so another model's or cache's K/V are reu
 from _strangers import stranger_with
 
 VARIABLE = "PAGED_KV_MODULE"
-EXPECTED_OWNER = "paged_prefix_cache"
+EXPECTED_OWNER = "block_hash_chain"
 
 _module = stranger_with(
     "good_paged_kv_lifo_sha",

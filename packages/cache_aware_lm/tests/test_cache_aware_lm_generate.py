@@ -100,14 +100,19 @@ class ModuleCalls:
 
 
 @pytest.mark.owner("eos_context")
-def test_generate_rejects_past_the_context_before_any_model_call(lm):
+@pytest.mark.parametrize(
+    ("origins", "length", "eos"),
+    [([0], 1, None), ([0, 3], 2, None), ([2, 0], 3, 0), ([9], 4, 5)],
+    ids=["one row", "two rows", "with eos", "late origin"],
+)
+def test_generate_rejects_past_the_context_before_any_model_call(lm, origins, length, eos):
     """The rejection is a check of the request, not a forward that fails part way."""
     model = lm.make_test_model().to(test_device())
-    ids, positions = _prompt([0, 3], 2, seed=4)
+    ids, positions = _prompt(origins, length, seed=4)
     calls = ModuleCalls(model)
     try:
         with pytest.raises(ValueError):
-            model.generate(ids, positions, 2**40)
+            model.generate(ids, positions, 2**40, eos_token_id=eos)
         assert calls.count == 0, f"generate ran {calls.count} module calls before rejecting"
         model.generate(ids, positions, 1)  # within the context: accepted, and counted
         assert calls.count > 0, "the counter sees no model call (the test cannot fail)"

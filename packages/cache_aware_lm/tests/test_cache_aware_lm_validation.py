@@ -83,7 +83,8 @@ def _full_call(model) -> Call:
 
 
 # Both sides of the two-sided rule "metadata without a cache, or a cache without
-# metadata, is a ValueError", each where guessing the missing half would be right.
+# metadata, is a ValueError", each where guessing the missing half would be right;
+# and the position rule broken on the second row only.
 METADATA_WITHOUT_ITS_CACHE: dict[str, Callable[[Call], Call]] = {
     "full_cache_without_lengths": lambda c: {**c, "cache_lengths": None},
     "full_cache_without_starts": lambda c: {**c, "cache_start_positions": None},
@@ -97,6 +98,12 @@ METADATA_WITHOUT_ITS_CACHE: dict[str, Callable[[Call], Call]] = {
         "past_key_values": None,
         "cache_lengths": torch.zeros_like(c["cache_lengths"]),
         "cache_start_positions": c["positions"][:, 0].clone(),
+    },
+    # The per-row position rule on the second row, where the cache is exactly full.
+    "full_cache_gap_second_row": lambda c: {**c, "positions": c["positions"] + _second_row(1)},
+    "full_cache_overlap_second_row": lambda c: {
+        **c,
+        "positions": c["positions"] - _second_row(1),
     },
     "starts_only_without_cache": lambda c: {
         **c,
@@ -232,7 +239,7 @@ def test_full_cache_call_is_accepted(lm):
 
 @pytest.mark.contract
 @pytest.mark.parametrize("case", list(METADATA_WITHOUT_ITS_CACHE))
-def test_cache_and_metadata_come_together(lm, case):
+def test_full_cache_cases_are_value_errors(lm, case):
     model = lm.make_test_model().to(test_device())
     call = METADATA_WITHOUT_ITS_CACHE[case](_full_call(model))
     with pytest.raises(ValueError):
