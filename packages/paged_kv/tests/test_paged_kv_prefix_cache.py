@@ -185,3 +185,19 @@ def test_a_readmitted_block_outlives_blocks_cached_after_it(pool):
 
     assert pool.cache.stats.evictions == 6
     pool.assert_stored("b", "d")
+
+
+def test_blocks_freed_one_request_at_a_time_are_evicted_in_that_order(pool):
+    prompts = {"x": [1, 2, 3, 4], "y": [5, 6, 7, 8], "z": [9, 10, 11, 12]}
+    for rid, prompt in prompts.items():
+        pool.admit(rid, prompt)
+        pool.append({rid: prompt})
+    for rid in prompts:  # x's block is released first, z's last
+        pool.free(rid)
+
+    pool.fill("new", blocks=6, seed=9)  # the 5 free blocks, then one eviction: x's
+
+    assert pool.cache.stats.evictions == 1
+    assert pool.admit("z again", [*prompts["z"], 0]) == 4
+    assert pool.admit("y again", [*prompts["y"], 0]) == 4
+    assert pool.admit("x again", [*prompts["x"], 0]) == 0
