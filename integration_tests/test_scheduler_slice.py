@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from gptlab_testkit import candidate, test_device
-from gptlab_testkit.engine_driver import EngineDriver
+from gptlab_testkit.engine_driver import EngineDriver, StreamWatch
 
-pytestmark = [pytest.mark.contract, pytest.mark.owner("slice_composition")]
+pytestmark = [pytest.mark.contract]
 
 sched = candidate("SCHEDULER_MODULE")
 
@@ -95,6 +95,7 @@ def model(model_module):
     return model_module.make_test_model().to(DEVICE)
 
 
+@pytest.mark.owner("slice_composition")
 def test_concurrent_requests_chunk_decode_and_reuse_blocks_as_each_alone(model) -> None:
     eos = alone(model, [9, 9, 1, 2, 0], 8)[2]  # "x" must stop at its first EOS, mid-batch
     want = {
@@ -144,24 +145,58 @@ def test_concurrent_requests_chunk_decode_and_reuse_blocks_as_each_alone(model) 
         served.close()
 
 
+TIGHT_PROMPTS = [[2, 7, 1, 8, 2, 8], [1, 4, 1, 4], [6, 6, 6, 0, 1, 2, 3], [5]]
+TIGHT_BUDGETS = [6, 8, 5, 9]
+TIGHT_BLOCK = 2
+
+
+def tight_pool_blocks() -> int:
+    """The largest request alone, plus one block: the batch together must preempt."""
+    return 1 + max(
+        -(-(len(p) + n - 1) // TIGHT_BLOCK)
+        for p, n in zip(TIGHT_PROMPTS, TIGHT_BUDGETS, strict=True)
+    )
+
+
+@pytest.mark.owner("preemption")
 def test_a_pool_too_small_for_the_batch_streams_every_request_exact(model) -> None:
-    prompts = [[2, 7, 1, 8, 2, 8], [1, 4, 1, 4], [6, 6, 6, 0, 1, 2, 3], [5]]
-    budgets = [6, 8, 5, 9]
-    need = max(-(-(len(p) + n - 1) // 2) for p, n in zip(prompts, budgets, strict=True))
-    want = [alone(model, prompt, n) for prompt, n in zip(prompts, budgets, strict=True)]
-    served = Served(model, num_blocks=need + 1, block_size=2, max_num_batched_tokens=5)
+    want = [alone(model, prompt, n) for prompt, n in zip(TIGHT_PROMPTS, TIGHT_BUDGETS, strict=True)]
+    served = Served(
+        model, num_blocks=tight_pool_blocks(), block_size=TIGHT_BLOCK, max_num_batched_tokens=5
+    )
+    watch = StreamWatch(served.engine, model, TIGHT_PROMPTS, TIGHT_BUDGETS)
     try:
-        streamed: dict[int, list[int]] = {i: [] for i in range(len(prompts))}
+        streamed: dict[int, list[int]] = {i: [] for i in range(len(TIGHT_PROMPTS))}
         last: dict[int, int] = {}
-        for position, item in enumerate(served.engine.generate(prompts, budgets)):
+        for position, item in enumerate(served.engine.generate(TIGHT_PROMPTS, TIGHT_BUDGETS)):
             assert item.index not in last, f"prompt {item.index} streamed after its last token"
+            watch.seen(item)
             streamed[item.index].append(int(item.token_id))
             if item.finished:
                 last[item.index] = position
         for index, tokens in enumerate(want):
             assert streamed[index] == tokens, f"prompt {index}"
-        assert sorted(last) == list(range(len(prompts)))
+        assert sorted(last) == list(range(len(TIGHT_PROMPTS)))
         assert not served.engine.has_unfinished_requests()
         assert served.engine.stats.used_blocks == 0
+    finally:
+        watch.close()
+        served.close()
+
+
+@pytest.mark.owner("preemption")
+def test_a_pool_too_small_for_the_batch_steps_every_request_exact(model) -> None:
+    """The same batch through add_request + step: a livelock fails naming who is stuck."""
+    served = Served(
+        model, num_blocks=tight_pool_blocks(), block_size=TIGHT_BLOCK, max_num_batched_tokens=5
+    )
+    try:
+        for index, (prompt, n) in enumerate(zip(TIGHT_PROMPTS, TIGHT_BUDGETS, strict=True)):
+            served.add(f"r{index}", prompt, n)
+        served.run()
+        for index, (prompt, n) in enumerate(zip(TIGHT_PROMPTS, TIGHT_BUDGETS, strict=True)):
+            assert served.outputs[f"r{index}"] == alone(model, prompt, n), f"request r{index}"
+        assert served.engine.stats.used_blocks == 0
+        assert served.engine.stats.preemptions >= 1, "the pool holds one request at a time"
     finally:
         served.close()

@@ -230,4 +230,4 @@ def make_eos_test_model():
         ff.up_proj.weight[:4, :4] = torch.eye(4)
         for tok, to in enumerate(nxt):
             ff.down_proj.weight[to, tok] = 10.0
-    return m.eval()
+    return m  # as the seed's own: no .eval() (dropout 0 behaves as eval mode anyway)

@@ -56,3 +56,12 @@ def test_generate_fills_context_exactly_and_rejects_one_more(lm):
     assert model.generate(ids, positions, 1).shape == (2, 3)
     with pytest.raises(ValueError):
         model.generate(ids, positions, 2)
+
+
+@pytest.mark.owner("test_model_factories")
+@pytest.mark.parametrize("factory_name", ["make_test_model", "make_eos_test_model"])
+def test_factories_return_models_flagged_eval(lm, factory_name):
+    """This project's factories also call `.eval()`; the contract asks only for the
+    behaviour (test_factories_build_identical_fp32_cpu_eval_models tests that)."""
+    model = getattr(lm, factory_name)()
+    assert not model.training, f"{factory_name}() returns a model in training mode"

@@ -82,3 +82,39 @@ def test_generate_rejects_a_budget_no_context_can_hold(lm):
     ids, positions = _prompt([0, 3], 2, seed=4)
     with pytest.raises(ValueError):
         model.generate(ids, positions, 2**40)
+
+
+class ModuleCalls:
+    """Counts calls of the model and of every submodule: any forward work shows here."""
+
+    def __init__(self, model) -> None:
+        self.count = 0
+        self.hooks = [m.register_forward_pre_hook(self._seen) for m in model.modules()]
+
+    def _seen(self, module, args) -> None:
+        self.count += 1
+
+    def close(self) -> None:
+        for hook in self.hooks:
+            hook.remove()
+
+
+@pytest.mark.owner("eos_context")
+@pytest.mark.parametrize(
+    ("origins", "length", "eos"),
+    [([0], 1, None), ([0, 3], 2, None), ([2, 0], 3, 0), ([9], 4, 5)],
+    ids=["one row", "two rows", "with eos", "late origin"],
+)
+def test_generate_rejects_past_the_context_before_any_model_call(lm, origins, length, eos):
+    """The rejection is a check of the request, not a forward that fails part way."""
+    model = lm.make_test_model().to(test_device())
+    ids, positions = _prompt(origins, length, seed=4)
+    calls = ModuleCalls(model)
+    try:
+        with pytest.raises(ValueError):
+            model.generate(ids, positions, 2**40, eos_token_id=eos)
+        assert calls.count == 0, f"generate ran {calls.count} module calls before rejecting"
+        model.generate(ids, positions, 1)  # within the context: accepted, and counted
+        assert calls.count > 0, "the counter sees no model call (the test cannot fail)"
+    finally:
+        calls.close()

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from gptlab_testkit import test_device
+from gptlab_testkit import assert_close, test_device
 from gptlab_testkit.boundary import other_devices
 from gptlab_testkit.models import cache_aware_modules
 
@@ -55,6 +55,63 @@ def _valid_call(model) -> Call:
         "cache_lengths": out.cache_lengths.clone(),
         "cache_start_positions": out.cache_start_positions.clone(),
     }
+
+
+def _second_row(delta: int) -> torch.Tensor:
+    """[[0], [delta]]: moves row 1's positions only."""
+    return torch.tensor([[0], [delta]], device=test_device())
+
+
+def _full_call(model) -> Call:
+    """Both rows from origin 0 with 3 cached tokens and storage of exactly 3 slots.
+
+    Here a cache's own length and a zero origin happen to be right, so an implementation
+    that fills in missing metadata from the storage would compute the right answer; the
+    contract still rejects a cache without its metadata (and metadata without a cache).
+    """
+    device = test_device()
+    ids = torch.tensor([[1, 2, 3], [4, 5, 6]], device=device)
+    positions = torch.tensor([[0, 1, 2], [0, 1, 2]], device=device)
+    out = model(ids, positions, use_cache=True)
+    return {
+        "input_ids": torch.tensor([[7, 8], [9, 10]], device=device),
+        "positions": torch.tensor([[3, 4], [3, 4]], device=device),
+        "past_key_values": out.past_key_values,
+        "cache_lengths": out.cache_lengths.clone(),
+        "cache_start_positions": out.cache_start_positions.clone(),
+    }
+
+
+# Both sides of the two-sided rule "metadata without a cache, or a cache without
+# metadata, is a ValueError", each where guessing the missing half would be right;
+# and the position rule broken on the second row only.
+METADATA_WITHOUT_ITS_CACHE: dict[str, Callable[[Call], Call]] = {
+    "full_cache_without_lengths": lambda c: {**c, "cache_lengths": None},
+    "full_cache_without_starts": lambda c: {**c, "cache_start_positions": None},
+    "full_cache_without_metadata": lambda c: {
+        **c,
+        "cache_lengths": None,
+        "cache_start_positions": None,
+    },
+    "zero_lengths_without_cache": lambda c: {
+        **c,
+        "past_key_values": None,
+        "cache_lengths": torch.zeros_like(c["cache_lengths"]),
+        "cache_start_positions": c["positions"][:, 0].clone(),
+    },
+    # The per-row position rule on the second row, where the cache is exactly full.
+    "full_cache_gap_second_row": lambda c: {**c, "positions": c["positions"] + _second_row(1)},
+    "full_cache_overlap_second_row": lambda c: {
+        **c,
+        "positions": c["positions"] - _second_row(1),
+    },
+    "starts_only_without_cache": lambda c: {
+        **c,
+        "past_key_values": None,
+        "cache_lengths": None,
+        "cache_start_positions": c["positions"][:, 0].clone(),
+    },
+}
 
 
 def _set(**changes: Callable[[Call], Any]) -> Callable[[Call], Call]:
@@ -115,6 +172,9 @@ MALFORMED: dict[str, Callable[[Call], Call]] = {
     ),
     "length_beyond_storage": _shift_metadata(row=1, length_delta=4),
     "position_gap": _set(positions=lambda c: c["positions"] + 1),
+    # A per-row rule, broken on the second row only (a check of row 0 alone misses it).
+    "position_gap_second_row": _set(positions=lambda c: c["positions"] + _second_row(1)),
+    "position_overlap_second_row": _set(positions=lambda c: c["positions"] - _second_row(1)),
     "position_overlap": _set(positions=lambda c: c["positions"] - 1),
     "non_contiguous_positions": _set(positions=lambda c: c["positions"] * _column_scale()),
     "one_layer_missing": _set(past_key_values=lambda c: c["past_key_values"][:-1]),
@@ -159,6 +219,29 @@ def test_valid_call_is_accepted(lm):
 def test_malformed_input_is_value_error(lm, case):
     model = lm.make_test_model().to(test_device())
     call = MALFORMED[case](_valid_call(model))
+    with pytest.raises(ValueError):
+        model(**call, use_cache=True)
+
+
+@pytest.mark.contract
+def test_full_cache_call_is_accepted(lm):
+    """The baseline of the two-sided metadata cases: with all of it, the call is exact."""
+    model = lm.make_test_model().to(test_device())
+    call = _full_call(model)
+    out = model(**call, use_cache=True)
+    assert out.cache_lengths.tolist() == [5, 5]
+    whole = model(
+        torch.tensor([[1, 2, 3, 7, 8], [4, 5, 6, 9, 10]], device=test_device()),
+        torch.arange(5, device=test_device()).repeat(2, 1),
+    )
+    assert_close(out.logits, whole.logits[:, 3:], "cached call against the whole sequence")
+
+
+@pytest.mark.contract
+@pytest.mark.parametrize("case", list(METADATA_WITHOUT_ITS_CACHE))
+def test_full_cache_cases_are_value_errors(lm, case):
+    model = lm.make_test_model().to(test_device())
+    call = METADATA_WITHOUT_ITS_CACHE[case](_full_call(model))
     with pytest.raises(ValueError):
         model(**call, use_cache=True)
 

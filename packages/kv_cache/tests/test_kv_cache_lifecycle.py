@@ -173,3 +173,60 @@ def test_reset_without_starts_sets_them_to_zero(kv):
 
     assert cache.cache_start_positions.tolist() == [0, 0]
     assert cache.cache_lengths.tolist() == [0, 0]
+
+
+def test_load_zeroes_the_second_rows_padding(kv):
+    """A per-row rule on a row other than the first: row 1's slots past its length."""
+    cache = filled_cache(kv, capacity=7)
+    source = poisoned_past(kv, [5, 1], tokens=5, seed=11)
+
+    cache.load(source, kv.long([5, 1]), kv.long([0, 2]))
+
+    for key, value in cache.storage:
+        for stored in (key, value):
+            assert torch.equal(stored[1, :, 1:], torch.zeros_like(stored[1, :, 1:])), (
+                "row 1: source padding or stale slots survived load"
+            )
+
+
+def test_load_of_a_shorter_source_zeroes_what_the_storage_held_past_it(kv):
+    cache = filled_cache(kv, capacity=7)
+
+    cache.load(kv.random(2, seed=12), kv.long([2, 2]), kv.long([0, 0]))
+
+    for key, value in cache.storage:
+        for stored in (key, value):
+            assert torch.equal(stored[:, :, 2:], torch.zeros_like(stored[:, :, 2:])), (
+                "slots past the source kept the storage's old data"
+            )
+
+
+@pytest.mark.parametrize("steps", [[1], [1, 2], [3, 1]], ids=["one", "one+two", "three+one"])
+def test_model_inputs_follow_the_logical_length_as_tokens_arrive(kv, steps):
+    cache = kv.cache(capacity=8)
+    length = 0
+    for count in steps:
+        positions = [list(range(length, length + count))] * kv.batch
+        cache.append(kv.random(count, seed=13 + length), kv.long(positions))
+        length += count
+        past, lengths, _ = cache.model_inputs()
+        assert lengths.tolist() == [length] * kv.batch
+        for key, value in past:
+            assert key.shape == value.shape == kv.shape(length), (
+                f"model_inputs of {length} tokens in capacity 8"
+            )
+
+
+def test_a_view_taken_before_reset_sees_the_writes_after_it(kv):
+    cache = kv.cache(capacity=4)
+    cache.append(kv.random(2, seed=14), kv.long([[0, 1], [0, 1]]))
+    views = [tensor[:, :, :1] for pair in cache.storage for tensor in pair]
+
+    cache.reset()
+    cache.reset()  # twice: still the same storage
+    fresh = kv.random(1, seed=15)
+    cache.append(fresh, kv.long([[0], [0]]))
+
+    wanted = [tensor for pair in fresh for tensor in pair]
+    for view, want in zip(views, wanted, strict=True):
+        assert torch.equal(view, want), "reset moved the storage: an earlier view went stale"

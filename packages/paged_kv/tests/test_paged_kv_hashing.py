@@ -57,3 +57,20 @@ def test_same_prefix_same_origin_shares_the_whole_chain(pool):
 
     assert reused == 12
     assert pool.cache.block_table("b") == pool.cache.block_table("a")
+
+
+def test_two_namespaces_keep_their_own_chains_side_by_side(pool):
+    """The same prompt computed under two namespaces: each later admission reuses its own."""
+    pool.admit("m", X + Y + [0])
+    pool.append({"m": X + Y + [0]})
+    pool.admit("n", X + Y + [0], model_id="other")
+    pool.append({"n": X + Y + [0]})  # the other model's K/V for the same tokens
+
+    assert pool.admit("m again", X + Y + [1]) == 8
+    assert pool.admit("n again", X + Y + [1], model_id="other") == 8
+
+    cache = pool.cache
+    assert cache.block_table("m again") == cache.block_table("m")[:2]
+    assert cache.block_table("n again") == cache.block_table("n")[:2]
+    assert set(cache.block_table("m")).isdisjoint(cache.block_table("n"))
+    pool.assert_stored()

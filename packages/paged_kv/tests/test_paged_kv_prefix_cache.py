@@ -155,3 +155,49 @@ def test_bytes_held_grow_linearly_in_unique_tokens(make_pool, requests):
     # three shared blocks, plus one private partial block per request
     assert pool.cache.stats.used_blocks == 3 + requests
     assert pool.cache.stats.bytes_held == (3 + requests) * pool.block_bytes
+
+
+def test_readmitted_cached_blocks_are_held_not_cached(pool):
+    pool.admit("a", PROMPT[:8])
+    pool.append({"a": PROMPT[:8]})
+    pool.free("a")
+    assert pool.cache.stats.cached_blocks == 2
+
+    pool.admit("b", [*PROMPT[:8], 80])
+
+    stats = pool.cache.stats
+    assert (stats.used_blocks, stats.cached_blocks, stats.free_blocks) == (2, 0, 6)
+    assert [pool.cache.ref_count(block) for block in pool.cache.block_table("b")] == [1, 1]
+
+
+def test_a_readmitted_block_outlives_blocks_cached_after_it(pool):
+    """b re-admits a's cached blocks; blocks cached later are evicted, never b's."""
+    pool.admit("a", PROMPT[:8])
+    pool.append({"a": PROMPT[:8]})
+    pool.free("a")
+    pool.admit("b", [*PROMPT[:8], 80])  # a's blocks: the oldest ever cached, now held
+    pool.fill("c", blocks=6, seed=7)
+    pool.free("c")  # six blocks cached after a's
+
+    pool.fill("d", blocks=5, seed=8)  # evicts five of c's
+    pool.assert_stored("b", "d")
+    pool.append({"b": [80]})  # b's next block: the last of c's
+
+    assert pool.cache.stats.evictions == 6
+    pool.assert_stored("b", "d")
+
+
+def test_blocks_freed_one_request_at_a_time_are_evicted_in_that_order(pool):
+    prompts = {"x": [1, 2, 3, 4], "y": [5, 6, 7, 8], "z": [9, 10, 11, 12]}
+    for rid, prompt in prompts.items():
+        pool.admit(rid, prompt)
+        pool.append({rid: prompt})
+    for rid in prompts:  # x's block is released first, z's last
+        pool.free(rid)
+
+    pool.fill("new", blocks=6, seed=9)  # the 5 free blocks, then one eviction: x's
+
+    assert pool.cache.stats.evictions == 1
+    assert pool.admit("z again", [*prompts["z"], 0]) == 4
+    assert pool.admit("y again", [*prompts["y"], 0]) == 4
+    assert pool.admit("x again", [*prompts["x"], 0]) == 0

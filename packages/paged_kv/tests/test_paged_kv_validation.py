@@ -2,6 +2,9 @@
 
 Every malformed case is valid in every respect but one. Each rejected call must
 leave the pool, the counters, the block tables and the lengths exactly as they were.
+A contract test accepts any message naming what is wrong (CONTRACTS.md): the
+parameter with underscores or spaces, or the offending value; the extension tests
+below require this project's wording (the parameter's identifier).
 """
 
 from __future__ import annotations
@@ -12,31 +15,41 @@ import pytest
 import torch
 
 from gptlab_testkit import candidate, test_device
+from gptlab_testkit.messages import what_is_wrong
 
 pkv = candidate("PAGED_KV_MODULE")
 
-pytestmark = [pytest.mark.owner("paged_kv_validation"), pytest.mark.contract]
+pytestmark = [pytest.mark.owner("paged_kv_validation")]
 
 GOOD_SIZES = {"layer_count": 2, "head_count": 2, "head_dim": 3, "num_blocks": 8, "block_size": 4}
 
 
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [
-        ("layer_count", 0),
-        ("head_count", True),
-        ("head_dim", -1),
-        ("num_blocks", 2.0),
-        ("block_size", "4"),
-    ],
-)
+BAD_SIZES = [
+    ("layer_count", 0),
+    ("head_count", True),
+    ("head_dim", -1),
+    ("num_blocks", 2.0),
+    ("block_size", "4"),
+]
+
+
+@pytest.mark.contract
+@pytest.mark.parametrize(("name", "value"), BAD_SIZES)
 def test_constructor_rejects_a_size_that_is_not_a_positive_int(name, value):
+    with pytest.raises(ValueError, match=what_is_wrong(name, values=[value])):
+        pkv.PagedKVCache(**{**GOOD_SIZES, name: value}, device=test_device())
+
+
+@pytest.mark.extension
+@pytest.mark.parametrize(("name", "value"), BAD_SIZES)
+def test_constructor_message_uses_the_parameter_identifier(name, value):
     with pytest.raises(ValueError, match=name):
         pkv.PagedKVCache(**{**GOOD_SIZES, name: value}, device=test_device())
 
 
+@pytest.mark.contract
 def test_constructor_rejects_a_non_floating_dtype():
-    with pytest.raises(ValueError, match="dtype"):
+    with pytest.raises(ValueError, match=what_is_wrong("dtype", values=[torch.long])):
         pkv.PagedKVCache(**GOOD_SIZES, dtype=torch.long, device=test_device())
 
 
@@ -81,81 +94,144 @@ def long(rows: list[list[int]]) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.long, device=test_device())
 
 
+def shape(*sizes: int) -> list[object]:
+    """An offending shape, as a message may print it (a tuple or a torch.Size)."""
+    return [sizes, torch.Size(sizes), list(sizes)]
+
+
 # "a" holds 6 tokens from start 1: its next position is 7.
-BAD_APPENDS: dict[str, tuple[Callable[[], tuple], str]] = {
-    "unknown request": (lambda: (["zzz"], long([[1]]), long([[7]]), kv(1)), "request_id"),
+# case -> (arguments, names that name what is wrong (this project's message uses the
+# first), offending values a message may print instead)
+BAD_APPENDS: dict[str, tuple[Callable[[], tuple], str | tuple[str, ...], list[object]]] = {
+    "unknown request": (
+        lambda: (["zzz"], long([[1]]), long([[7]]), kv(1)),
+        ("request_id", "request_ids"),
+        ["zzz"],
+    ),
     "repeated request": (
         lambda: (["a", "a"], long([[1], [1]]), long([[7], [7]]), kv(1, 2)),
-        "request_ids",
+        ("request_ids", "request_id"),
+        ["a"],
     ),
-    "float token ids": (lambda: (["a"], long([[1]]).float(), long([[7]]), kv(1)), "token_ids"),
+    "float token ids": (
+        lambda: (["a"], long([[1]]).float(), long([[7]]), kv(1)),
+        "token_ids",
+        [torch.float32],
+    ),
     "token ids of another row count": (
         lambda: (["a"], long([[1], [1]]), long([[7]]), kv(1)),
         "token_ids",
+        shape(2, 1),
     ),
-    "negative token id": (lambda: (["a"], long([[-1]]), long([[7]]), kv(1)), "token_ids"),
-    "position gap": (lambda: (["a"], long([[1]]), long([[8]]), kv(1)), "position"),
-    "rewrite of a stored position": (lambda: (["a"], long([[1]]), long([[6]]), kv(1)), "position"),
+    "negative token id": (
+        lambda: (["a"], long([[-1]]), long([[7]]), kv(1)),
+        "token_ids",
+        [-1],
+    ),
+    "position gap": (lambda: (["a"], long([[1]]), long([[8]]), kv(1)), "positions", [8]),
+    "rewrite of a stored position": (
+        lambda: (["a"], long([[1]]), long([[6]]), kv(1)),
+        "positions",
+        [6],
+    ),
     "positions of another length": (
         lambda: (["a"], long([[1]]), long([[7, 8]]), kv(1)),
         "positions",
+        shape(1, 2),
     ),
     "too few layers": (
         lambda: (["a"], long([[1]]), long([[7]]), kv(1, layers=1)),
-        "past_key_values",
+        ("past_key_values", "layer_count"),
+        [1],
     ),
     "wrong head count": (
         lambda: (["a"], long([[1]]), long([[7]]), kv(1, heads=3)),
-        "past_key_values",
+        ("past_key_values", "head_count"),
+        [3, *shape(1, 3, 1, 3)],
     ),
-    "wrong token count": (lambda: (["a"], long([[1]]), long([[7]]), kv(2)), "past_key_values"),
+    "wrong token count": (
+        lambda: (["a"], long([[1]]), long([[7]]), kv(2)),
+        "past_key_values",
+        shape(1, 2, 2, 3),
+    ),
     "wrong dtype": (
         lambda: (["a"], long([[1]]), long([[7]]), kv(1, dtype=torch.float64)),
-        "past_key_values",
+        ("past_key_values", "dtype"),
+        [torch.float64],
     ),
 }
 
 
+def names_of(named: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (named,) if isinstance(named, str) else named
+
+
+@pytest.mark.contract
 @pytest.mark.parametrize("case", list(BAD_APPENDS))
 def test_append_rejects_malformed_input_before_any_write(busy, case):
-    make_args, match = BAD_APPENDS[case]
+    make_args, named, values = BAD_APPENDS[case]
     before = state_of(busy)
 
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=what_is_wrong(*names_of(named), values=values)):
         busy.cache.append(*make_args())
 
     assert_unchanged(busy, before)
 
 
-BAD_ADMITS: dict[str, tuple[dict, str]] = {
-    "open request id": ({"request_id": "a"}, "request_id"),
-    "no tokens": ({"token_ids": []}, "token_ids"),
-    "negative token": ({"token_ids": [1, -2]}, "token_ids"),
-    "not a namespace": ({"namespace": ("m", "c")}, "namespace"),
-    "negative start": ({"start_position": -1}, "start_position"),
-    "fractional start": ({"start_position": 1.5}, "start_position"),
+@pytest.mark.extension
+@pytest.mark.parametrize("case", list(BAD_APPENDS))
+def test_append_message_uses_the_parameter_identifier(busy, case):
+    make_args, named, _ = BAD_APPENDS[case]
+    with pytest.raises(ValueError, match=names_of(named)[0]):
+        busy.cache.append(*make_args())
+
+
+BAD_ADMITS: dict[str, tuple[dict, str, list[object]]] = {
+    "open request id": ({"request_id": "a"}, "request_id", ["a"]),
+    "no tokens": ({"token_ids": []}, "token_ids", [[]]),
+    "negative token": ({"token_ids": [1, -2]}, "token_ids", [-2]),
+    "not a namespace": ({"namespace": ("m", "c")}, "namespace", [("m", "c")]),
+    "negative start": ({"start_position": -1}, "start_position", [-1]),
+    "fractional start": ({"start_position": 1.5}, "start_position", [1.5]),
 }
 
 
-@pytest.mark.parametrize("case", list(BAD_ADMITS))
-def test_admit_rejects_malformed_input_before_any_change(busy, case):
-    change, match = BAD_ADMITS[case]
-    args = {
+def admit_args(change: dict) -> dict:
+    return {
         "request_id": "new",
         "token_ids": [1, 2, 3, 4, 5],
         "namespace": pkv.PagedNamespace("m", "c"),
         "start_position": 1,
         **change,
     }
+
+
+@pytest.mark.contract
+@pytest.mark.parametrize("case", list(BAD_ADMITS))
+def test_admit_rejects_malformed_input_before_any_change(busy, case):
+    change, parameter, values = BAD_ADMITS[case]
     before = state_of(busy)
 
-    with pytest.raises(ValueError, match=match):
-        busy.cache.admit(**args)
+    with pytest.raises(ValueError, match=what_is_wrong(parameter, values=values)):
+        busy.cache.admit(**admit_args(change))
 
     assert_unchanged(busy, before)
-    assert "new" not in getattr(busy.cache, "request_ids", ())
+    # "new" was not opened: the contract's queries reject it as unknown.
+    with pytest.raises(ValueError):
+        busy.cache.block_table("new")
+    if case != "open request id":
+        busy.cache.admit(**admit_args({}))  # and can still be admitted
 
 
+@pytest.mark.extension
+@pytest.mark.parametrize("case", list(BAD_ADMITS))
+def test_admit_message_uses_the_parameter_identifier(busy, case):
+    change, parameter, _ = BAD_ADMITS[case]
+    with pytest.raises(ValueError, match=parameter):
+        busy.cache.admit(**admit_args(change))
+
+
+@pytest.mark.contract
 @pytest.mark.parametrize(
     "call",
     [
@@ -167,7 +243,7 @@ def test_admit_rejects_malformed_input_before_any_change(busy, case):
         lambda cache: cache.slot_mapping("a", [0]),  # before the start (1)
         lambda cache: cache.slot_mapping("a", [9]),  # past a's two blocks (positions 1..8)
         lambda cache: cache.model_inputs(["zzz"]),
-        lambda cache: cache.model_inputs([]),
+        lambda cache: cache.model_inputs(["a", "zzz"]),  # an unknown id on the second row
     ],
     ids=[
         "fork of unknown parent",
@@ -178,7 +254,7 @@ def test_admit_rejects_malformed_input_before_any_change(busy, case):
         "slot before the start",
         "slot past the blocks",
         "model inputs of unknown id",
-        "model inputs of no request",
+        "model inputs of an unknown second id",
     ],
 )
 def test_other_calls_reject_unknown_ids_and_out_of_range_values(busy, call):
@@ -187,4 +263,17 @@ def test_other_calls_reject_unknown_ids_and_out_of_range_values(busy, call):
     with pytest.raises(ValueError):
         call(busy.cache)
 
+    assert_unchanged(busy, before)
+
+
+@pytest.mark.contract
+def test_model_inputs_of_no_request_is_empty_or_rejected(busy):
+    """The README leaves `model_inputs([])` open: `(None, None, None)` or a ValueError."""
+    before = state_of(busy)
+    try:
+        result = busy.cache.model_inputs([])
+    except ValueError:
+        pass
+    else:
+        assert tuple(result) == (None, None, None), "no rows: (None, None, None) or ValueError"
     assert_unchanged(busy, before)

@@ -83,3 +83,20 @@ def test_clear_drops_every_entry(make_past):
     assert present(cache, A, B) == [False, False]
     cache.store(NS, C, make_past(C))
     assert present(cache, C) == [True]
+
+
+def test_a_hit_capped_by_max_length_refreshes_the_entry_it_hits(make_past):
+    cache = two_entry_cache(make_past)
+    assert cache.lookup_longest(NS, (*A, 7, 7, 7, 7), max_length=4) is not None  # entry A
+    cache.store(NS, C, make_past(C))
+    assert present(cache, A, B, C) == [True, False, True]
+
+
+def test_repeated_hits_keep_an_entry_alive_across_stores(make_past):
+    cache = two_entry_cache(make_past)
+    D = (4, 4, 4, 4)
+    assert cache.lookup_longest(NS, A) is not None
+    cache.store(NS, C, make_past(C))  # evicts B
+    assert cache.lookup_longest(NS, A) is not None
+    cache.store(NS, D, make_past(D))  # evicts C, not the hit A
+    assert present(cache, A, C, D) == [True, False, True]

@@ -46,14 +46,15 @@ def test_writing_the_source_after_store_leaves_snapshots_intact(make_past):
         assert_past_close(match.past_key_values, make_past(PROMPT[:length]), "snapshot")
 
 
-def test_writing_a_returned_match_leaves_the_snapshot_intact(make_past):
+@pytest.mark.parametrize("length", [4, 8], ids=["shorter entry", "longest entry"])
+def test_writing_a_returned_match_leaves_the_snapshot_intact(make_past, length):
     cache, _ = stored_cache(make_past)
-    first = cache.lookup_longest(NS, PROMPT)
+    first = cache.lookup_longest(NS, PROMPT, max_length=length)
     assert first is not None
     poison(first.past_key_values)
-    second = cache.lookup_longest(NS, PROMPT)
+    second = cache.lookup_longest(NS, PROMPT, max_length=length)
     assert second is not None
-    assert_past_close(second.past_key_values, make_past(PROMPT), "snapshot after write")
+    assert_past_close(second.past_key_values, make_past(PROMPT[:length]), "snapshot after write")
 
 
 def test_writing_a_shorter_match_leaves_longer_snapshots_intact(make_past):
@@ -66,10 +67,11 @@ def test_writing_a_shorter_match_leaves_longer_snapshots_intact(make_past):
     assert_past_close(longer.past_key_values, make_past(PROMPT), "longer snapshot")
 
 
-def test_two_matches_share_no_storage(make_past):
+@pytest.mark.parametrize("length", [4, 8], ids=["shorter entry", "longest entry"])
+def test_two_matches_share_no_storage(make_past, length):
     cache, source = stored_cache(make_past)
-    first = cache.lookup_longest(NS, PROMPT)
-    second = cache.lookup_longest(NS, PROMPT)
+    first = cache.lookup_longest(NS, PROMPT, max_length=length)
+    second = cache.lookup_longest(NS, PROMPT, max_length=length)
     assert first is not None and second is not None
     assert_no_shared_storage(first.past_key_values, second.past_key_values, "two matches")
     assert_no_shared_storage(first.past_key_values, source, "match and source")

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gptlab_testkit import boundary_settings
+from gptlab_testkit.messages import what_is_wrong
 
 pytestmark = [pytest.mark.owner("block_accounting"), pytest.mark.contract]
 
@@ -51,7 +52,7 @@ def test_a_finished_request_holds_no_blocks(make_engine):
     # b alone holds ceil(stored / 2) blocks: its prompt and the tokens emitted but the last.
     stored = 2 + len(driver.outputs["b"]) - 1
     assert used == -(-stored // 2)
-    with pytest.raises((ValueError, TypeError), match="request_id"):
+    with pytest.raises((ValueError, TypeError), match=what_is_wrong("request_id", values=["a"])):
         driver.engine.status("a")
 
 

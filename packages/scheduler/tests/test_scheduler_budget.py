@@ -121,3 +121,35 @@ def test_a_budget_of_one_token_still_finishes_everything(make_engine, greedy_alo
     )
     assert driver.outputs["a"] == greedy_alone([1, 5, 9], 4)
     assert driver.outputs["b"] == greedy_alone([2, 6], 4)
+
+
+def test_a_partial_prefill_waits_behind_a_decode(make_engine, rows_of):
+    """Running decode-ready requests are served before partially prefilled ones."""
+    driver = make_engine(max_num_batched_tokens=3)
+    driver.add("a", [1, 2], 6)
+    driver.step()  # a's prompt: a emits, decode-ready from now on
+    driver.add("b", [4, 5, 6, 7, 8, 9, 10, 11, 12, 13], 2)
+    for _ in range(3):  # b stays partially prefilled for these steps
+        assert rows_of(driver.step()) == {"a": (1, "decode"), "b": (2, "prefill")}
+
+
+def test_decodes_fill_the_budget_before_any_prefill_chunk(make_engine, rows_of):
+    driver = make_engine(max_num_batched_tokens=2)
+    driver.add("a", [1], 5)
+    driver.add("b", [2], 5)
+    driver.step()  # both prompts in one step: both decode-ready
+    driver.add("c", [3, 4, 5, 6], 2)
+    for _ in range(3):
+        assert rows_of(driver.step()) == {"a": (1, "decode"), "b": (1, "decode")}
+    assert driver.engine.status("c") == "waiting"
+
+
+def test_a_partial_prefill_gets_what_three_decodes_leave(make_engine, rows_of):
+    driver = make_engine(max_num_batched_tokens=4)
+    for rid, prompt in (("a", [1]), ("b", [2]), ("c", [3])):
+        driver.add(rid, prompt, 6)
+    driver.step()  # three one-token prompts: all decode-ready
+    driver.add("d", [4, 5, 6, 7, 8, 9], 2)
+    decodes = {rid: (1, "decode") for rid in "abc"}
+    for _ in range(3):
+        assert rows_of(driver.step()) == {**decodes, "d": (1, "prefill")}

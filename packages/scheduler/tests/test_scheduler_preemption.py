@@ -101,3 +101,23 @@ def test_nothing_starves_under_a_steady_stream(make_engine, greedy_alone):
     assert driver.engine.stats.preemptions > 0
     for rid, prompt in prompts.items():
         assert driver.outputs[rid] == greedy_alone(prompt, 6), rid
+
+
+def test_requests_preempted_in_one_step_wait_before_the_queue(make_engine, rows_of, greedy_alone):
+    """Blocks of 2, three blocks: a, b, c fill one block each; d waits. a's and b's next
+    tokens need blocks: c, then b are preempted, both ahead of d, which was waiting first."""
+    prompts = {"a": [1, 2], "b": [3, 4], "c": [5, 6], "d": [7, 8]}
+    driver = make_engine(num_blocks=3, block_size=2, max_num_batched_tokens=16, max_num_seqs=3)
+    for rid, prompt in prompts.items():
+        driver.add(rid, prompt, 3)
+    driver.step()
+    assert driver.engine.status("d") == "waiting"
+    preempted_first = list(driver.step().preempted)
+    assert len(preempted_first) >= 1 and "a" not in preempted_first
+    admitted: list[str] = []
+    driver.run()
+    for record in driver.records[2:]:
+        admitted += [rid for rid in rows_of(record) if rid in "bcd" and rid not in admitted]
+    assert admitted[-1] == "d", f"d overtook a preempted request: {admitted}"
+    for rid, prompt in prompts.items():
+        assert driver.outputs[rid] == greedy_alone(prompt, 3), rid

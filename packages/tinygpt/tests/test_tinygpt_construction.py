@@ -11,6 +11,7 @@ from torch import nn
 
 from gptlab_testkit import candidate, test_device
 from gptlab_testkit.boundary import other_devices
+from gptlab_testkit.messages import what_is_wrong
 
 tg = candidate("TINY_GPT_MODULE")
 
@@ -64,13 +65,13 @@ def contract_parameter_paths(n_layers: int) -> set[str]:
 @pytest.mark.owner("config_validation")
 @pytest.mark.parametrize(("field", "value"), INVALID_FIELDS, ids=lambda v: repr(v))
 def test_config_rejects_invalid_field(tiny_sizes, field, value):
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ValueError, match=what_is_wrong(field, values=[value])):
         tg.GPTConfig(**{**tiny_sizes, field: value})
 
 
 @pytest.mark.owner("config_validation")
 def test_config_rejects_d_model_not_divisible_by_heads(tiny_sizes):
-    with pytest.raises(ValueError, match="d_model|n_heads"):
+    with pytest.raises(ValueError, match=what_is_wrong("d_model", "n_heads", values=[18, 4])):
         tg.GPTConfig(**{**tiny_sizes, "d_model": 18, "n_heads": 4})
 
 

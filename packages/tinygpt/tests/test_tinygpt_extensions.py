@@ -118,3 +118,21 @@ def test_meta_tensors_reach_the_device_check(make_model, make_tokens, where):
     }[where]
     with pytest.raises(ValueError):
         model(**call)
+
+
+@pytest.mark.owner("config_validation")
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("vocab_size", 0),
+        ("n_heads", True),
+        ("d_ff", 4.0),
+        ("dropout", 1.0),
+        ("layer_norm_eps", 0.0),
+    ],
+)
+def test_config_messages_use_the_field_identifier(tiny_sizes, field, value):
+    """This project's wording names the field itself (the contract also accepts spaces or
+    the value: test_config_rejects_invalid_field)."""
+    with pytest.raises(ValueError, match=field):
+        tg.GPTConfig(**{**tiny_sizes, field: value})

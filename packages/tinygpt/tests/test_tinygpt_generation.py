@@ -201,3 +201,32 @@ def test_generate_rejects_invalid_prompt(make_model, make_tokens, bad_prompt):
     }[bad_prompt]
     with pytest.raises(ValueError):
         model.generate(prompt, 2)
+
+
+@pytest.mark.owner("eos_context")
+def test_a_later_row_finishing_first_does_not_stop_the_others(transition_model):
+    output = transition_model.generate(ids([[1], [4]]), 10, eos_token_id=0)
+    assert output.tolist() == [[1, 2, 3, 0], [4, 0, 0, 0]]
+
+
+@pytest.mark.owner("eos_context")
+def test_the_first_row_finishing_first_does_not_stop_the_others(transition_model):
+    output = transition_model.generate(ids([[4], [5]]), 10, eos_token_id=0)
+    assert output.tolist() == [[4, 0, 0, 0, 0, 0, 0], [5, 6, 7, 1, 2, 3, 0]]
+
+
+@pytest.mark.owner("greedy_decoding")
+def test_training_behaviour_is_back_after_generate(make_model, make_tokens):
+    """Behaviour, not only flags: dropout acts again after generate in training mode."""
+    model = make_model(dropout=0.5).train()
+    tokens = make_tokens(2, 6)
+    model.generate(tokens, 3)
+    assert not torch.equal(model(tokens).logits, model(tokens).logits), "dropout is off"
+
+
+@pytest.mark.owner("greedy_decoding")
+def test_sampling_generate_restores_the_callers_mode(make_model, make_tokens):
+    model = make_model(dropout=0.2).train()
+    generator = torch.Generator(device=test_device()).manual_seed(3)
+    model.generate(make_tokens(2, 3), 4, temperature=0.8, generator=generator)
+    assert all(module.training for module in model.modules())

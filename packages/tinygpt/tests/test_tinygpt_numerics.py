@@ -188,3 +188,66 @@ def test_backward_gives_finite_gradient_on_every_parameter(make_model, make_toke
         assert torch.isfinite(parameter.grad).all(), f"{name} has a non-finite gradient"
         if not name.startswith("position_embedding"):
             assert parameter.grad.abs().sum() > 0, f"{name} has an all-zero gradient"
+
+
+@pytest.mark.owner("loss_shift")
+def test_ignored_labels_leave_the_loss_of_the_rest(make_model, make_tokens):
+    """Loss with some labels -100 equals the mean over the scored positions alone."""
+    model = make_model()
+    tokens = make_tokens(1, 8)
+    labels = make_tokens(1, 8, seed=9)
+    labels[0, 2:6] = -100
+    loss = model(tokens, labels=labels).loss
+    logits = model(tokens).logits.double()
+    log_probs = torch.log_softmax(logits[0, :-1], dim=-1)
+    scored = [t for t in range(1, 8) if int(labels[0, t]) != -100]
+    expected = -torch.stack([log_probs[t - 1, int(labels[0, t])] for t in scored]).mean()
+    assert_close(loss.double(), expected, "loss over the scored positions only")
+
+
+@pytest.mark.owner("loss_shift")
+def test_one_scored_label_gives_that_tokens_cross_entropy(make_model, make_tokens):
+    model = make_model()
+    tokens = make_tokens(2, 6)
+    labels = torch.full_like(tokens, -100)
+    labels[1, 4] = 7
+    loss = model(tokens, labels=labels).loss
+    logits = model(tokens).logits.double()
+    expected = -torch.log_softmax(logits[1, 3], dim=-1)[7]
+    assert_close(loss.double(), expected, "one scored label")
+
+
+@pytest.mark.owner("decoder_forward")
+@pytest.mark.parametrize("block_index", [0, -1], ids=["first block", "last block"])
+def test_mlp_is_up_exact_gelu_down(make_model, block_index):
+    """The MLP alone, on inputs wide enough that the tanh GELU differs from the exact one."""
+    mlp = make_model().blocks[block_index].mlp
+    generator = torch.Generator().manual_seed(block_index + 2)
+    x = (4 * torch.randn(3, 5, mlp.up_proj.in_features, generator=generator)).to(test_device())
+    hidden = gelu_by_hand(x @ mlp.up_proj.weight.T + mlp.up_proj.bias)
+    expected = hidden @ mlp.down_proj.weight.T + mlp.down_proj.bias
+    assert_close(mlp(x), expected, "mlp(x) = down_proj(gelu_exact(up_proj(x)))")
+
+
+@pytest.mark.owner("gradients")
+def test_positions_in_use_receive_a_gradient(make_model, make_tokens):
+    model = make_model().train()
+    T = 6
+    tokens = make_tokens(2, T)
+    model(tokens, labels=tokens).loss.backward()
+    grad = model.position_embedding.weight.grad
+    assert grad is not None, "position_embedding has no gradient"
+    # Positions 0..T-2 predict a label; the last one's logits are never scored.
+    assert (grad[: T - 1].abs().sum(dim=-1) > 0).all(), "a scored position got no gradient"
+    assert torch.equal(grad[T - 1 :], torch.zeros_like(grad[T - 1 :])), "an unscored one got one"
+
+
+@pytest.mark.owner("gradients")
+def test_a_step_on_the_position_embedding_alone_lowers_the_loss(make_model, make_tokens):
+    model = make_model()
+    tokens = make_tokens(2, 8)
+    loss = model(tokens, labels=tokens).loss
+    (grad,) = torch.autograd.grad(loss, [model.position_embedding.weight])
+    with torch.no_grad():
+        model.position_embedding.weight -= 0.05 * grad / grad.norm()
+    assert model(tokens, labels=tokens).loss < loss, "positions are not part of the graph"
