@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from .history import PLOT_NAME, duration, plot, table
 from .learned import verdict
@@ -34,6 +34,14 @@ if TYPE_CHECKING:  # the grader imports torch: only `check` and `start` pay for 
 Clock = Callable[[], datetime]
 HOME_VARIABLE = "GPTLAB_PRACTICE_HOME"
 ROOT_VARIABLE = "GPTLAB_ROOT"
+
+
+class Limits(TypedDict, total=False):
+    """The grader's protection options a check may override (`run_stage`'s keywords)."""
+
+    timeout: float
+    memory_limit: int
+    workers: int
 
 
 class RefusedError(Exception):
@@ -71,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--note", help="what you decided (joins the first wrong decision)")
     check.add_argument(
-        "--timeout", type=float, default=None, help="per-test limit in seconds (default 20)"
+        "--timeout", type=float, default=None, help="per-test limit in seconds (default 60)"
     )
     check.add_argument(
         "--memory-limit", type=int, default=None, help="MiB per test process (default 4096)"
@@ -225,9 +233,7 @@ class Practice:
         return max(active, key=lambda a: a.started_at)
 
     # -- check
-    def check(
-        self, name: str | None, every: bool, note: str | None, limits: dict[str, float | int]
-    ) -> int:
+    def check(self, name: str | None, every: bool, note: str | None, limits: Limits) -> int:
         from .grader import run_stage
 
         attempt = self._current(name)
@@ -242,7 +248,7 @@ class Practice:
         # A `running` row first: a check killed half-way stays visible as interrupted.
         check_id = self.store.begin_check(attempt.id, first, self.clock())
         try:
-            run = run_stage(self.root, mechanism, last, path, **limits)  # type: ignore[arg-type]
+            run = run_stage(self.root, mechanism, last, path, **limits)
         except KeyboardInterrupt:
             self.store.mark_check_error(check_id, "interrupted", 0.0)
             raise
@@ -316,9 +322,9 @@ class Practice:
             where = f"stage {attempt.first_wrong_stage}"
             self.say(f"first wrong decision: {attempt.first_wrong_owner} ({where}){note}")
         self.store.open_reference(attempt.id, self.clock())
-        package = root / "packages" / mechanism.package
-        self.say(f"reference: {package / 'src' / mechanism.package}")
-        self.say(f'README:    {package / "README.md"}, section "{mechanism.readme_section}"')
+        folder = root / "packages" / mechanism.package
+        self.say(f"reference: {folder / 'src' / mechanism.package}")
+        self.say(f'README:    {folder / "README.md"}, section "{mechanism.readme_section}"')
         self.say(f"attempt {attempt.id} is marked as having opened the reference")
         return 0
 
@@ -389,8 +395,8 @@ class Practice:
         self.store.close()
 
 
-def _limits(options: argparse.Namespace) -> dict[str, float | int]:
-    limits: dict[str, float | int] = {}
+def _limits(options: argparse.Namespace) -> Limits:
+    limits: Limits = {}
     if options.timeout is not None:
         if options.timeout <= 0:
             raise UsageError(f"--timeout must be > 0 seconds, got {options.timeout:g}")

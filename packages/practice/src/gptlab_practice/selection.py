@@ -52,7 +52,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mechanism = mechanisms().get(name)
     if mechanism is None or not number.isdigit() or not 1 <= int(number) <= len(mechanism.stages):
         raise pytest.UsageError(f"--practice-stage {option}: expected MECH:N from stages.toml")
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         (keep if mechanism.selects(int(number), identity(item)) else drop).append(item)
     if drop:
