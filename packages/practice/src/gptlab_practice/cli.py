@@ -190,7 +190,7 @@ class Practice:
         unrecorded = path.exists() and str(path) not in recorded
         if (active or unrecorded) and not new:
             what = (
-                f"attempt {active[-1].id} at {mechanism.package} is in progress (stage "
+                f"attempt {active[-1].number} at {mechanism.package} is in progress (stage "
                 f"{active[-1].stage}/{active[-1].stage_count})"
                 if active
                 else f"{path} exists and is not a recorded attempt"
@@ -208,10 +208,10 @@ class Practice:
             attempt_header(mechanism, graded_names(mechanism.package), number, now),
             encoding="utf-8",
         )
-        attempt_id = self.store.start_attempt(
+        self.store.start_attempt(
             mechanism.package, path, now, mechanism.stage(1).minutes, len(mechanism.stages)
         )
-        self.say(f"{mechanism.package}: attempt {number} (#{attempt_id}) in {path}")
+        self.say(f"{mechanism.package} attempt {number}: {path}")
         self.say(f"graded names: {', '.join(graded_names(mechanism.package))}")
         self._announce(mechanism, 1)
         return 0
@@ -325,7 +325,7 @@ class Practice:
         folder = root / "packages" / mechanism.package
         self.say(f"reference: {folder / 'src' / mechanism.package}")
         self.say(f'README:    {folder / "README.md"}, section "{mechanism.readme_section}"')
-        self.say(f"attempt {attempt.id} is marked as having opened the reference")
+        self.say(f"attempt {attempt.number} is marked as having opened the reference")
         return 0
 
     # -- status and history
@@ -357,7 +357,7 @@ class Practice:
             rows.append(
                 [
                     mechanism.package,
-                    f"{latest.id} {latest.status}",
+                    f"{latest.number} {latest.status}",
                     f"{latest.stage}/{latest.stage_count}",
                     in_stage,
                     wrong,
@@ -373,8 +373,8 @@ class Practice:
             ]
             if interrupted:
                 self.say(
-                    f"note: {len(interrupted)} check(s) of attempt {attempt.id} "
-                    "did not finish (interrupted)"
+                    f"note: {len(interrupted)} check(s) of {attempt.mechanism} attempt "
+                    f"{attempt.number} did not finish (interrupted)"
                 )
         return 0
 

@@ -66,7 +66,7 @@ def table(
             wrong += f" (s{attempt.first_wrong_stage})"
         rows.append(
             [
-                str(attempt.id),
+                str(attempt.number),
                 attempt.day,
                 attempt.status,
                 *(_stage_cell(records.get(n)) for n in numbers),

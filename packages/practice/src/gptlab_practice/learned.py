@@ -29,16 +29,16 @@ def attempt_counts(
 ) -> str | None:
     """None when the attempt shows the mechanism learned, else why it does not."""
     if attempt.status != "done":
-        return f"attempt {attempt.id} is {attempt.status}"
+        return f"attempt {attempt.number} is {attempt.status}"
     if previous is None:
-        return f"attempt {attempt.id} is the first (learned needs a re-solve on a later day)"
+        return f"attempt {attempt.number} is the first (learned needs a re-solve on a later day)"
     if attempt.day <= previous.day:
-        return f"attempt {attempt.id} began on the same day as the one before ({previous.day})"
+        return f"attempt {attempt.number} began on the same day as the one before ({previous.day})"
     if attempt.reference_opened_at is not None:
-        return f"the reference was opened during attempt {attempt.id}"
+        return f"the reference was opened during attempt {attempt.number}"
     late = over_budget(stages)
     if late:
-        return f"attempt {attempt.id} ran over budget in stage " + ", ".join(map(str, late))
+        return f"attempt {attempt.number} ran over budget in stage " + ", ".join(map(str, late))
     return None
 
 
@@ -51,6 +51,6 @@ def verdict(attempts: list[Attempt], stages: dict[int, list[StageRecord]]) -> Ve
         previous = attempts[index - 1] if index else None
         reason = attempt_counts(attempt, previous, stages.get(attempt.id, []))
         if reason is None:
-            return Verdict(True, f"attempt {attempt.id}, {attempt.day}")
+            return Verdict(True, f"attempt {attempt.number}, {attempt.day}")
         reasons.append(reason)
     return Verdict(False, reasons[-1])

@@ -63,6 +63,13 @@ CREATE TABLE notes (
 """
 
 
+# Attempts with their number among the same mechanism's (what the learner sees).
+_NUMBERED = (
+    "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY mechanism ORDER BY id) AS number"
+    " FROM attempts)"
+)
+
+
 class StoreError(Exception):
     """The store cannot be used (locked, corrupt, or from a newer version); names the file."""
 
@@ -70,6 +77,7 @@ class StoreError(Exception):
 @dataclass(frozen=True)
 class Attempt:
     id: int
+    number: int  # 1, 2, ... among the attempts at the same mechanism
     mechanism: str
     file: str
     started_at: datetime
@@ -120,6 +128,7 @@ def _time(value: object) -> datetime | None:
 def _attempt(row: sqlite3.Row) -> Attempt:
     return Attempt(
         id=row["id"],
+        number=row["number"],
         mechanism=row["mechanism"],
         file=row["file"],
         started_at=datetime.fromisoformat(row["started_at"]),
@@ -216,12 +225,12 @@ class Store:
     # -- reading
     def attempts(self, mechanism: str | None = None) -> list[Attempt]:
         if mechanism is None:
-            return [_attempt(r) for r in self._read("SELECT * FROM attempts ORDER BY id")]
-        rows = self._read("SELECT * FROM attempts WHERE mechanism = ? ORDER BY id", mechanism)
+            return [_attempt(r) for r in self._read(f"{_NUMBERED} ORDER BY id")]
+        rows = self._read(f"{_NUMBERED} WHERE mechanism = ? ORDER BY id", mechanism)
         return [_attempt(r) for r in rows]
 
     def attempt(self, attempt_id: int) -> Attempt:
-        return _attempt(self._read("SELECT * FROM attempts WHERE id = ?", attempt_id)[0])
+        return _attempt(self._read(f"{_NUMBERED} WHERE id = ?", attempt_id)[0])
 
     def active(self, mechanism: str | None = None) -> list[Attempt]:
         return [a for a in self.attempts(mechanism) if a.status == "active"]
@@ -312,9 +321,7 @@ class Store:
             attempt_id = int(
                 db.execute("SELECT attempt_id FROM checks WHERE id = ?", (check_id,)).fetchone()[0]
             )
-            attempt = _attempt(
-                db.execute("SELECT * FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
-            )
+            attempt = _attempt(db.execute(f"{_NUMBERED} WHERE id = ?", (attempt_id,)).fetchone())
             for index, (stage, outcome, passed, failed, owner, reason) in enumerate(outcomes):
                 values = (stage, outcome, passed, failed, owner, reason, wall_s)
                 if index == 0:
