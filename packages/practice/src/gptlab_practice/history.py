@@ -36,7 +36,7 @@ def table(
     learned = verdict(attempts, stages)
     lines = [
         f"{mechanism.package}: {len(attempts)} attempt(s) on {len(days)} day(s)"
-        f" ({', '.join(days)}); learned: {'yes' if learned.learned else 'not yet'} ({learned.why})"
+        f" ({', '.join(days)}); learned: {'yes' if learned.learned else 'not yet'}: {learned.why}"
     ]
     numbers = [s.number for s in mechanism.stages]
     header = [
@@ -113,7 +113,11 @@ def plot(store: Store, practised: list[Mechanism], target: Path) -> str:
                 )
                 heights.append((record.seconds or 0.0) / 60 if record else 0.0)
             axis.bar(
-                range(1, len(attempts) + 1), heights, bottom=bottoms, label=f"stage {stage.number}"
+                range(1, len(attempts) + 1),
+                heights,
+                width=0.6,
+                bottom=bottoms,
+                label=f"stage {stage.number}",
             )
             bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
         axis.axhline(mechanism.total_minutes, color="black", linestyle="--", label="budget")
@@ -121,6 +125,7 @@ def plot(store: Store, practised: list[Mechanism], target: Path) -> str:
         axis.set_xlabel("attempt")
         axis.set_ylabel("minutes")
         axis.set_xticks(range(1, len(attempts) + 1))
+        axis.set_xlim(0.4, len(attempts) + 0.6)
         axis.legend(fontsize=6, ncol=4)
     figure.tight_layout()
     figure.savefig(target, dpi=100)
