@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,12 @@ CANDIDATES = {
 }
 
 
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of every finished child process so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def startup_s(repeat: int) -> float:
     """The CLI's start before the grader runs: Python, the grader's imports (torch)."""
     code = "import gptlab_practice.cli, gptlab_practice.grader"
@@ -50,25 +57,29 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", nargs="*", default=list(CANDIDATES))
+    parser.add_argument("--stages", choices=("all", "last"), default="all", help="tinygpt's")
     options = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     print(f"CLI start-up (import the grader): {startup_s(options.repeat):.2f} s\n")
-    print("| mechanism | stage | tests | wall, best (s) | wall, median (s) |")
-    print("|---|---:|---:|---:|---:|")
+    print("| mechanism | stage | tests | wall, best (s) | wall, median (s) | CPU per run (s) |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name in options.only:
         mechanism = mechanisms()[name]
         numbers = [s.number for s in mechanism.stages]
-        for number in numbers if name == "tinygpt" else numbers[-1:]:
+        every = name == "tinygpt" and options.stages == "all"
+        for number in numbers if every else numbers[-1:]:
+            cpu = children_cpu_s()
             runs = [
                 run_stage(ROOT, mechanism, number, FAITHFUL / CANDIDATES[name])
                 for _ in range(options.repeat)
             ]
+            cpu = (children_cpu_s() - cpu) / options.repeat
             failed = [r.nodeid for run in runs for r in run.results if r.outcome == "failed"]
             assert not failed and not runs[0].problem, (name, number, failed, runs[0].problem)
             walls = [run.wall_s for run in runs]
             print(
                 f"| {name} | {number} | {len(runs[0].results)} | {min(walls):.1f} |"
-                f" {statistics.median(walls):.1f} |",
+                f" {statistics.median(walls):.1f} | {cpu:.1f} |",
                 flush=True,
             )
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

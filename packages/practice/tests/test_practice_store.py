@@ -129,3 +129,26 @@ def test_learned_needs_a_re_solve_on_a_later_day_within_budget_without_the_refer
         attempts = store.attempts()
         stages = {a.id: store.stages(a.id) for a in attempts}
         assert verdict(attempts, stages).learned
+
+
+def test_start_new_archives_the_attempt_and_an_unrecorded_file_is_refused(
+    practise: Any, home: Path
+) -> None:
+    home.mkdir(parents=True)
+    mine = home / "kv_cache_attempt.py"
+    mine.write_text("# my own work, not started by the tool\n")
+    refused = practise("start", "kv_cache")
+    assert refused.code == 1 and "not a recorded attempt" in refused.err
+    assert mine.read_text() == "# my own work, not started by the tool\n"
+
+    assert practise("start", "kv_cache", "--new").code == 0
+    mine.write_text(mine.read_text() + "def append_kv_cache(): ...\n")
+    again = practise("start", "kv_cache", "--new")
+    assert again.code == 0
+    archived = (home / "archive").glob("kv_cache_attempt.*.py")
+    assert {p.read_text().splitlines()[-1] for p in archived} == {
+        "# my own work, not started by the tool",
+        "def append_kv_cache(): ...",
+    }
+    with Store(home / "practice.sqlite3") as store:
+        assert [a.status for a in store.attempts()] == ["abandoned", "active"]
