@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -31,11 +32,11 @@ def _collect(*extra: str) -> list[str]:
 @cache
 def contract_tests() -> dict[str, dict[str, TestIdentity]]:
     """{package: {node id: identity}} of the contract tests, from one collection of all suites."""
-    with_report = ROOT / ".nox" / "practice-collect.json"
     suites = [f"packages/{name}/tests" for name in PACKAGES]
-    nodeids = _collect(*suites, "--gptlab-report", str(with_report))
-    records = json.loads(with_report.read_text())["tests"]
-    with_report.unlink()
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "collected.json"
+        nodeids = _collect(*suites, "--gptlab-report", str(report))
+        records = json.loads(report.read_text())["tests"]
     assert {r["nodeid"] for r in records} == set(nodeids)
     found: dict[str, dict[str, TestIdentity]] = {name: {} for name in PACKAGES}
     for r in records:
