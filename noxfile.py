@@ -44,7 +44,7 @@ PACKAGE_VARIABLES = {
     "scheduler": "SCHEDULER_MODULE",
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
-EXTRA_PACKAGES = ("testkit", "stdlib_pair")  # grading machinery; the trained pair
+EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice")  # grading; the trained pair; practice
 SLICE_PACKAGES = RUNTIME_PACKAGES[1:]  # the inference-state slice after the base model
 
 
@@ -205,6 +205,22 @@ def testkit(session: nox.Session) -> None:
     """The grading machinery's own tests."""
     install_packages(session, "testkit", extras="")
     session.run("pytest", str(PACKAGES_DIR / "testkit" / "tests"), *session.posargs)
+
+
+@nox.session(default=False)
+def practice(session: nox.Session) -> None:
+    """Timed blank-editor practice: `nox -s practice -- start tinygpt`, `-- check`, `-- status`."""
+    install_packages(session, *RUNTIME_PACKAGES)
+    install_packages(session, "practice", extras="plot")
+    session.run("gptlab-practice", *session.posargs)
+
+
+@nox.session
+def practice_tests(session: nox.Session) -> None:
+    """The practice tool's own tests (stages data, the store, end-to-end loops on a fake clock)."""
+    install_packages(session, *RUNTIME_PACKAGES)
+    install_packages(session, "practice", extras="plot")
+    session.run("pytest", str(PACKAGES_DIR / "practice" / "tests"), *session.posargs)
 
 
 @nox.session

@@ -30,6 +30,7 @@ IMPORT_NAMES = {
     "scheduler": "scheduler",
     "stdlib_pair": "stdlib_pair",
     "gptlab_testkit": "testkit",
+    "gptlab_practice": "practice",
 }
 PACKAGE_DIRS = sorted(p.name for p in PACKAGES.iterdir() if (p / "pyproject.toml").is_file())
 

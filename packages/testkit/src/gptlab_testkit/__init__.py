@@ -4,6 +4,9 @@ One place for: loading the implementation under test from its variable
 (`candidate`), the failure-to-owner routing table (`OWNERS`, routing.toml),
 tensor assertions, and the pytest plugin (entry point `gptlab`) that routes
 failures and prints scorecards. Suites import from here and nowhere else.
+
+Tools built on the grader (gptlab_practice) use its public runners from here too:
+`run_pytest` (`SuiteRun`), `grading_args`, `TestResult`.
 """
 
 from .boundary import (
@@ -14,7 +17,10 @@ from .boundary import (
     state_fingerprint,
 )
 from .candidates import VARIABLES, CandidateError, candidate, load_candidate
+from .grade import grading_args
 from .owners import OWNERS, Owner
+from .results import TestResult
+from .suites import SuiteRun, run_pytest
 from .tensors import (
     ATOL,
     RTOL,
@@ -38,6 +44,8 @@ __all__ = [
     "LayerKV",
     "Owner",
     "PastKeyValues",
+    "SuiteRun",
+    "TestResult",
     "assert_close",
     "assert_no_shared_storage",
     "assert_past_close",
@@ -48,7 +56,9 @@ __all__ = [
     "boundary_settings",
     "candidate",
     "clone_past",
+    "grading_args",
     "load_candidate",
+    "run_pytest",
     "shares_storage",
     "state_fingerprint",
     "test_device",

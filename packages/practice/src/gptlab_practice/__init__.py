@@ -1,0 +1,1 @@
+"""Timed blank-editor practice over gptlab\x27s grader."""

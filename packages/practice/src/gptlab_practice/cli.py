@@ -1,0 +1,452 @@
+"""gptlab-practice: timed blank-editor stages over the grader (`nox -s practice -- COMMAND`).
+
+    start MECH [--new]              an empty attempt file, stage 1 printed
+    check [MECH] [--all] [--note T] grade the current stage (--all: on until one fails)
+    reveal [MECH]                   where the reference is; marks it opened
+    status                          every mechanism: attempt, stage, time, learned
+    history [MECH]                  a table per mechanism and <home>/history.png
+
+The home folder is --home, else $GPTLAB_PRACTICE_HOME, else ./practice/. Exit status:
+0 done (a check passed), 1 a check failed or a command refused, 2 usage, 3 store error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
+
+from .history import PLOT_NAME, duration, plot, table
+from .learned import verdict
+from .stages import Mechanism, mechanisms
+from .store import STORE_NAME, Attempt, StageRecord, Store, StoreError
+
+if TYPE_CHECKING:  # the grader imports torch: only `check` and `start` pay for it
+    from gptlab_testkit import TestResult
+
+    from .grader import StageRun
+
+Clock = Callable[[], datetime]
+HOME_VARIABLE = "GPTLAB_PRACTICE_HOME"
+ROOT_VARIABLE = "GPTLAB_ROOT"
+
+
+class Limits(TypedDict, total=False):
+    """The grader's protection options a check may override (`run_stage`'s keywords)."""
+
+    timeout: float
+    memory_limit: int
+    workers: int
+
+
+class RefusedError(Exception):
+    """A command that cannot go ahead (one line, exit status 1)."""
+
+
+class UsageError(Exception):
+    """Bad arguments (exit status 2)."""
+
+
+def _system_clock() -> datetime:
+    return datetime.now().astimezone()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gptlab-practice", description=(__doc__ or "").split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--home", type=Path, help=f"practice folder (default ${HOME_VARIABLE} or ./practice)"
+    )
+    parser.add_argument(
+        "--root", type=Path, help=f"the gptlab checkout (default ${ROOT_VARIABLE} or found upward)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    start = commands.add_parser("start", help="begin an attempt from an empty file")
+    start.add_argument("mechanism")
+    start.add_argument(
+        "--new", action="store_true", help="archive an attempt in progress and begin again"
+    )
+    check = commands.add_parser("check", help="grade the current stage")
+    check.add_argument("mechanism", nargs="?")
+    check.add_argument(
+        "--all", action="store_true", help="go on through later stages until one fails"
+    )
+    check.add_argument("--note", help="what you decided (joins the first wrong decision)")
+    check.add_argument(
+        "--timeout", type=float, default=None, help="per-test limit in seconds (default 60)"
+    )
+    check.add_argument(
+        "--memory-limit", type=int, default=None, help="MiB per test process (default 4096)"
+    )
+    check.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="test worker processes (default 1; 0: none, faster, no crash isolation)",
+    )
+    reveal = commands.add_parser("reveal", help="where the reference is (marks it opened)")
+    reveal.add_argument("mechanism", nargs="?")
+    commands.add_parser("status", help="every mechanism at a glance")
+    history = commands.add_parser("history", help="tables and <home>/history.png")
+    history.add_argument("mechanism", nargs="?")
+    return parser
+
+
+def _home(option: Path | None) -> Path:
+    value = option or (Path(os.environ[HOME_VARIABLE]) if os.environ.get(HOME_VARIABLE) else None)
+    return (value or Path.cwd() / "practice").expanduser().resolve()
+
+
+def find_root(option: Path | None, home: Path) -> Path:
+    """The checkout whose packages/*/tests a check runs."""
+    if option or os.environ.get(ROOT_VARIABLE):
+        root = (option or Path(os.environ[ROOT_VARIABLE])).expanduser().resolve()
+        if not (root / "packages" / "testkit").is_dir():
+            raise UsageError(f"--root {root}: not a gptlab checkout (no packages/testkit)")
+        return root
+    for start in (Path.cwd().resolve(), home):
+        for folder in (start, *start.parents):
+            if (folder / "packages" / "testkit" / "pyproject.toml").is_file():
+                return folder
+    raise UsageError(
+        f"cannot find the gptlab checkout above {Path.cwd()}: pass --root or set ${ROOT_VARIABLE}"
+    )
+
+
+def _mechanism(name: str) -> Mechanism:
+    from .grader import attempt_filename
+
+    known = mechanisms()
+    if name in known:
+        return known[name]
+    for mechanism in known.values():  # the seed's names are accepted too (tiny_gpt, ...)
+        if attempt_filename(mechanism.package).removesuffix("_attempt.py") == name:
+            return mechanism
+    raise UsageError(f"unknown mechanism {name!r}: expected one of {', '.join(known)}")
+
+
+@dataclass(frozen=True)
+class StageVerdict:
+    """One stage's result within a check."""
+
+    stage: int
+    passed: bool
+    tests_passed: int
+    failed: list[TestResult]  # in collection order; the first names the owner
+    reason: str  # why nothing could be graded, or the first failure's one line
+
+    @property
+    def owner(self) -> str | None:
+        return self.failed[0].owner if self.failed else None
+
+    def row(self) -> tuple[int, str, int, int, str | None, str]:
+        outcome = "passed" if self.passed else "failed"
+        return (self.stage, outcome, self.tests_passed, len(self.failed), self.owner, self.reason)
+
+
+def stage_verdicts(
+    mechanism: Mechanism, run: StageRun, first: int, last: int
+) -> list[StageVerdict]:
+    """Stages first..last in order, from one run of the last one's tests; stop at a failure."""
+    from .grader import identity
+
+    verdicts = []
+    for number in range(first, last + 1):
+        tests = [r for r in run.results if mechanism.selects(number, identity(r))]
+        failed = [r for r in tests if r.outcome == "failed"]
+        if run.problem or not tests:
+            reason = run.problem or "no contract test is selected by this stage"
+            verdicts.append(StageVerdict(number, False, 0, [], reason))
+            break
+        reason = failed[0].reason if failed else ""
+        verdicts.append(StageVerdict(number, not failed, len(tests) - len(failed), failed, reason))
+        if failed:
+            break
+    return verdicts
+
+
+class Practice:
+    """The commands, over one home folder, its store and a clock."""
+
+    def __init__(
+        self, home: Path, root: Path | None, clock: Clock, out: Callable[[str], None]
+    ) -> None:
+        self.home = home
+        self.root = root
+        self.clock = clock
+        self.say = out
+        self.store = Store(home / STORE_NAME)
+
+    # -- start
+    def start(self, name: str, new: bool) -> int:
+        from .grader import attempt_filename, graded_names
+        from .sheet import archive, attempt_header
+
+        mechanism = _mechanism(name)
+        path = self.home / attempt_filename(mechanism.package)
+        active = self.store.active(mechanism.package)
+        recorded = {a.file for a in self.store.attempts()}
+        unrecorded = path.exists() and str(path) not in recorded
+        if (active or unrecorded) and not new:
+            what = (
+                f"attempt {active[-1].number} at {mechanism.package} is in progress (stage "
+                f"{active[-1].stage}/{active[-1].stage_count})"
+                if active
+                else f"{path} exists and is not a recorded attempt"
+            )
+            raise RefusedError(
+                f"{what}: go on with `check`, or `start {mechanism.package} --new` "
+                "(the file is archived, never deleted)"
+            )
+        now = self.clock()
+        if path.exists():
+            self.say(f"archived {path.name} -> {archive(path, now).relative_to(self.home)}")
+        number = len(self.store.attempts(mechanism.package)) + 1
+        self.home.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            attempt_header(mechanism, graded_names(mechanism.package), number, now),
+            encoding="utf-8",
+        )
+        self.store.start_attempt(
+            mechanism.package, path, now, mechanism.stage(1).minutes, len(mechanism.stages)
+        )
+        self.say(f"{mechanism.package} attempt {number}: {path}")
+        self.say(f"graded names: {', '.join(graded_names(mechanism.package))}")
+        self._announce(mechanism, 1)
+        return 0
+
+    def _announce(self, mechanism: Mechanism, number: int) -> None:
+        stage = mechanism.stage(number)
+        self.say(f"stage {number}/{len(mechanism.stages)} ({stage.minutes}m): {stage.build}")
+        self.say(f"  stop when: {stage.stop}")
+
+    # -- picking an attempt
+    def _current(self, name: str | None) -> Attempt:
+        package = _mechanism(name).package if name else None
+        active = self.store.active(package)
+        if not active:
+            hint = f"start {package}" if package else "start MECH"
+            raise RefusedError(
+                f"no attempt in progress{' at ' + package if package else ''}: `{hint}`"
+            )
+        return max(active, key=lambda a: a.started_at)
+
+    # -- check
+    def check(self, name: str | None, every: bool, note: str | None, limits: Limits) -> int:
+        from .grader import run_stage
+
+        attempt = self._current(name)
+        mechanism = mechanisms()[attempt.mechanism]
+        path = Path(attempt.file)
+        if not path.is_file():
+            raise RefusedError(f"{path}: the attempt file is missing (it was moved or renamed)")
+        if self.root is None:
+            raise UsageError("no gptlab checkout found")
+        first = attempt.stage
+        last = len(mechanism.stages) if every else first
+        # A `running` row first: a check killed half-way stays visible as interrupted.
+        check_id = self.store.begin_check(attempt.id, first, self.clock())
+        try:
+            run = run_stage(self.root, mechanism, last, path, **limits)
+        except KeyboardInterrupt:
+            self.store.mark_check_error(check_id, "interrupted", 0.0)
+            raise
+        now = self.clock()
+        verdicts = stage_verdicts(mechanism, run, first, last)
+        started = {r.stage: r.started_at for r in self.store.stages(attempt.id)}
+        budgets = {s.number: s.minutes for s in mechanism.stages}
+        self.store.finish_check(
+            check_id, [v.row() for v in verdicts], run.wall_s, now, budgets, note
+        )
+        for verdict_ in verdicts:
+            spent = (now - started.get(verdict_.stage, now)).total_seconds()
+            self._report(mechanism, verdict_, spent)
+        recorded = self.store.attempt(attempt.id)
+        owner = verdicts[-1].owner
+        if owner and attempt.first_wrong_owner is None and recorded.first_wrong_owner == owner:
+            noted = recorded.first_wrong_note
+            self.say(
+                f"  first wrong decision recorded: {owner}"
+                + (
+                    f' (note: "{noted}")'
+                    if noted
+                    else ' (say what you decided: check --note "...")'
+                )
+            )
+        self.say(f"  graded in {run.wall_s:.1f} s")
+        if recorded.status == "done":
+            self.say(
+                f"{mechanism.package}: every stage passed. Re-solve from an empty file on a "
+                f"later day (`start {mechanism.package}`)."
+            )
+        elif verdicts[-1].passed:
+            self._announce(mechanism, recorded.stage)
+        return 0 if verdicts[-1].passed else 1
+
+    def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
+        from .grader import repair_target
+
+        stage = mechanism.stage(verdict_.stage)
+        head = f"{mechanism.package} stage {stage.number}/{len(mechanism.stages)}"
+        late = " (over budget)" if spent > stage.budget_s else ""
+        clock = f"{duration(spent)} of {stage.minutes}m{late}"
+        if verdict_.passed:
+            self.say(f"{head}: PASS  {verdict_.tests_passed} tests, {clock}")
+        elif verdict_.owner is None:
+            self.say(f"{head}: FAIL  {clock}")
+            self.say(f"  the attempt cannot be graded: {verdict_.reason}")
+            self.say("  every graded name must exist from stage 1 on (a stub until its stage)")
+        else:
+            what, repair = repair_target(verdict_.owner)
+            total = verdict_.tests_passed + len(verdict_.failed)
+            self.say(f"{head}: FAIL  {len(verdict_.failed)} of {total} tests failed, {clock}")
+            self.say(f"  first failing owner: {verdict_.owner} ({what})")
+            self.say(f"  repair target: {repair}")
+            for result in verdict_.failed[:3]:
+                self.say(f"  failed: {result.nodeid.split('::')[-1]}: {result.reason}")
+
+    # -- reveal
+    def reveal(self, name: str | None) -> int:
+        package = _mechanism(name).package if name else None
+        attempts = self.store.active(package) or self.store.attempts(package)
+        if not attempts:
+            raise RefusedError("no attempt to reveal the reference for: `start MECH` first")
+        attempt = max(attempts, key=lambda a: a.started_at)
+        mechanism = mechanisms()[attempt.mechanism]
+        root = self.root or Path("<gptlab checkout>")
+        if attempt.first_wrong_owner is None:
+            self.say("no first wrong decision recorded yet (the seed records it before reading)")
+        else:
+            note = f': "{attempt.first_wrong_note}"' if attempt.first_wrong_note else ""
+            where = f"stage {attempt.first_wrong_stage}"
+            self.say(f"first wrong decision: {attempt.first_wrong_owner} ({where}){note}")
+        self.store.open_reference(attempt.id, self.clock())
+        folder = root / "packages" / mechanism.package
+        self.say(f"reference: {folder / 'src' / mechanism.package}")
+        self.say(f'README:    {folder / "README.md"}, section "{mechanism.readme_section}"')
+        self.say(f"attempt {attempt.number} is marked as having opened the reference")
+        return 0
+
+    # -- status and history
+    def _stages_of(self, attempts: list[Attempt]) -> dict[int, list[StageRecord]]:
+        return {a.id: self.store.stages(a.id) for a in attempts}
+
+    def status(self) -> int:
+        now = self.clock()
+        rows = [["mechanism", "attempt", "stage", "in stage", "first wrong decision", "learned"]]
+        for mechanism in mechanisms().values():
+            attempts = self.store.attempts(mechanism.package)
+            learned = verdict(attempts, self._stages_of(attempts))
+            if not attempts:
+                rows.append([mechanism.package, "-", "-", "-", "-", "not yet (no attempt)"])
+                continue
+            latest = attempts[-1]
+            in_stage = "-"
+            if latest.status == "active":
+                record = next(r for r in self.store.stages(latest.id) if r.stage == latest.stage)
+                spent = (now - record.started_at).total_seconds()
+                in_stage = f"{duration(spent)} of {record.minutes}m" + (
+                    "!" if spent > record.minutes * 60 else ""
+                )
+            wrong = (
+                f"{latest.first_wrong_owner} (s{latest.first_wrong_stage})"
+                if latest.first_wrong_owner
+                else "-"
+            )
+            rows.append(
+                [
+                    mechanism.package,
+                    f"{latest.number} {latest.status}",
+                    f"{latest.stage}/{latest.stage_count}",
+                    in_stage,
+                    wrong,
+                    ("yes: " if learned.learned else "not yet: ") + learned.why,
+                ]
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            self.say("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        for attempt in self.store.attempts():
+            interrupted = [
+                c for c in self.store.checks(attempt.id) if c.outcome in ("running", "error")
+            ]
+            if interrupted:
+                self.say(
+                    f"note: {len(interrupted)} check(s) of {attempt.mechanism} attempt "
+                    f"{attempt.number} did not finish (interrupted)"
+                )
+        return 0
+
+    def history(self, name: str | None) -> int:
+        chosen = [_mechanism(name)] if name else list(mechanisms().values())
+        practised = [m for m in chosen if self.store.attempts(m.package)]
+        if not practised:
+            raise RefusedError("no attempts yet: `start MECH`")
+        for mechanism in practised:
+            attempts = self.store.attempts(mechanism.package)
+            for line in table(mechanism, attempts, self._stages_of(attempts)):
+                self.say(line)
+            self.say("")
+        self.say(plot(self.store, practised, self.home / PLOT_NAME))
+        return 0
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _limits(options: argparse.Namespace) -> Limits:
+    limits: Limits = {}
+    if options.timeout is not None:
+        if options.timeout <= 0:
+            raise UsageError(f"--timeout must be > 0 seconds, got {options.timeout:g}")
+        limits["timeout"] = options.timeout
+    if options.memory_limit is not None:
+        if options.memory_limit < 0:
+            raise UsageError(f"--memory-limit must be >= 0 MiB, got {options.memory_limit}")
+        limits["memory_limit"] = options.memory_limit
+    if options.workers is not None:
+        if options.workers < 0:
+            raise UsageError(f"--workers must be >= 0, got {options.workers}")
+        limits["workers"] = options.workers
+    return limits
+
+
+def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> int:
+    options = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    home = _home(options.home)
+    try:
+        root = find_root(options.root, home) if options.command in ("check", "reveal") else None
+        practice = Practice(home, root, clock or _system_clock, print)
+        try:
+            if options.command == "start":
+                return practice.start(options.mechanism, options.new)
+            if options.command == "check":
+                return practice.check(
+                    options.mechanism, options.all, options.note, _limits(options)
+                )
+            if options.command == "reveal":
+                return practice.reveal(options.mechanism)
+            if options.command == "status":
+                return practice.status()
+            return practice.history(options.mechanism)
+        finally:
+            practice.close()
+    except UsageError as error:
+        print(f"gptlab-practice: {error}", file=sys.stderr)
+        return 2
+    except RefusedError as error:
+        print(f"gptlab-practice: {error}", file=sys.stderr)
+        return 1
+    except StoreError as error:
+        print(f"gptlab-practice: {error}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""The one module that reaches the grading machinery (gptlab_testkit's public runners).
+
+A stage check is the grader's own run, narrowed to one stage: the candidate file is
+set in its variable (loaded by the testkit's candidate machinery, so plain-name
+imports of its `_attempt` siblings reach them), the suites are only the packages
+the stage draws from, `-m contract` plus the practice selection plugin keep only
+the stage's tests, and `grading_args` gives the grader's protection (per-test time
+limit, crash isolation in xdist workers, a memory limit, a scratch working folder).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gptlab_testkit import OWNERS, VARIABLES, TestResult, grading_args, run_pytest
+
+from .stages import Mechanism, TestIdentity
+
+# The grader's own per-test limit: an honest test takes well under a second on an idle
+# machine, but a first test pays for the worker's imports and a loaded machine is slow.
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_MIB = 4096
+DEFAULT_WORKERS = 1  # one xdist worker: crash isolation without a second torch import
+
+# pytest.exit's line in a serial run; the worker's traceback line under xdist.
+_CANDIDATE_ERROR = re.compile(r"(?:candidate error|CandidateError): (.*)")
+
+
+def variable_of(package: str) -> str:
+    for variable in VARIABLES.values():
+        if variable.package == package:
+            return variable.name
+    raise KeyError(package)
+
+
+def attempt_filename(package: str) -> str:
+    """The seed's file name for an attempt: `tiny_gpt_attempt.py`, `kv_cache_attempt.py`, ..."""
+    stem = VARIABLES[variable_of(package)].stems[0]
+    return f"{stem}_attempt.py"
+
+
+def graded_names(package: str) -> tuple[str, ...]:
+    return VARIABLES[variable_of(package)].required_names
+
+
+def repair_target(owner: str) -> tuple[str, str]:
+    """(mechanism, repair target) of a routing owner."""
+    row = OWNERS.get(owner)
+    return (row.mechanism, row.repair) if row else (owner, "")
+
+
+def identity(result: TestResult) -> TestIdentity:
+    return TestIdentity.from_nodeid(result.nodeid, result.package, result.owner, result.tiers)
+
+
+@dataclass
+class StageRun:
+    returncode: int
+    results: list[TestResult]  # the selected tests, in collection order
+    problem: str  # one line when the attempt could not be graded at all, else ""
+    wall_s: float
+
+
+def run_stage(
+    root: Path,
+    mechanism: Mechanism,
+    stage: int,
+    attempt: Path,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    memory_limit: int = DEFAULT_MEMORY_MIB,
+    workers: int = DEFAULT_WORKERS,
+) -> StageRun:
+    """Grade `attempt` on stage `stage` of `mechanism` (and the stages before it)."""
+    paths = [
+        str(root.resolve() / "packages" / name / "tests")
+        for name in mechanism.packages_through(stage)
+    ]
+    started = time.perf_counter()
+    run = run_pytest(
+        paths,
+        {variable_of(mechanism.package): str(attempt.resolve())},
+        [
+            "-m",
+            "contract",
+            "-p",
+            "gptlab_practice.selection",
+            f"--practice-stage={mechanism.package}:{stage}",
+            "-q",
+            "--tb=no",
+            *grading_args(timeout, memory_limit, workers),
+        ],
+        scratch_cwd=True,
+    )
+    wall = time.perf_counter() - started
+    return StageRun(
+        run.returncode, run.results, _problem(run.returncode, run.results, run.output), wall
+    )
+
+
+def _problem(returncode: int, results: list[TestResult], output: str) -> str:
+    """Why nothing was graded: the candidate's one-line error, or pytest's last words."""
+    if results:
+        return ""
+    found = _CANDIDATE_ERROR.search(output)
+    if found:
+        return found.group(1).strip()
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    tail = lines[-1] if lines else ""
+    return f"the grader selected no test (pytest exit status {returncode}): {tail}"[:400]

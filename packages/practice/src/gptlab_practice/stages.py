@@ -1,0 +1,159 @@
+"""The practice stages of every mechanism, read from stages.toml (kept once, as data).
+
+A stage's selection is a list of entries; an entry is a conjunction of atoms over
+one contract test's identity (tier marks, owner, file, function name, package).
+Stage k selects what any entry of stages 1..k matches, so stages only grow.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import PurePosixPath
+
+
+@dataclass(frozen=True)
+class TestIdentity:
+    """What a selection may look at: one test's package, file, name, owner and tier marks."""
+
+    package: str
+    file: str  # the test file's stem
+    name: str  # the test function's name, without parameters
+    owner: str
+    marks: frozenset[str]
+
+    __test__ = False  # not a pytest test class
+
+    @classmethod
+    def from_nodeid(
+        cls, nodeid: str, package: str, owner: str, tiers: tuple[str, ...]
+    ) -> TestIdentity:
+        path, *rest = nodeid.split("::")
+        name = rest[-1].split("[", 1)[0] if rest else ""
+        return cls(package, PurePosixPath(path).stem, name, owner, frozenset(tiers))
+
+
+@dataclass(frozen=True)
+class Atom:
+    kind: str  # "mark", "owner", "file", "test" or "package"
+    value: str
+    negated: bool = False
+
+    def matches(self, test: TestIdentity) -> bool:
+        found = {
+            "mark": self.value in test.marks,
+            "owner": test.owner == self.value,
+            "file": test.file == self.value,
+            "test": test.name == self.value,
+            "package": test.package == self.value,
+        }[self.kind]
+        return found != self.negated
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A space-separated conjunction of atoms, as written in stages.toml."""
+
+    text: str
+    atoms: tuple[Atom, ...]
+    package: str  # the suite the entry selects from
+
+    @classmethod
+    def parse(cls, text: str, own_package: str) -> Entry:
+        atoms = tuple(_atom(word, text) for word in text.split())
+        if not atoms:
+            raise ValueError(f"empty selection entry in stages.toml ({own_package})")
+        packages = [a.value for a in atoms if a.kind == "package" and not a.negated]
+        return cls(text, atoms, packages[0] if packages else own_package)
+
+    def matches(self, test: TestIdentity) -> bool:
+        return test.package == self.package and all(atom.matches(test) for atom in self.atoms)
+
+
+_KINDS = ("owner", "file", "test", "package")
+TIER_MARKS = frozenset({"tier0", "tier1", "tier2", "tier3"})  # the only marks an atom may name
+
+
+def _atom(word: str, entry: str) -> Atom:
+    negated = word.startswith("!")
+    body = word.removeprefix("!")
+    kind, sep, value = body.partition(":")
+    if not sep:
+        kind, value = "mark", body
+    if kind not in ("mark", *_KINDS) or not value or (kind == "mark" and value not in TIER_MARKS):
+        raise ValueError(f"stages.toml: cannot read {word!r} in selection {entry!r}")
+    return Atom(kind, value, negated)
+
+
+@dataclass(frozen=True)
+class Stage:
+    number: int  # 1-based
+    minutes: int
+    build: str
+    stop: str
+    entries: tuple[Entry, ...]  # this stage's own entries (earlier stages' are added)
+
+    @property
+    def budget_s(self) -> float:
+        return self.minutes * 60.0
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    package: str  # also the name a learner types: `start tinygpt`
+    readme_section: str
+    source: str
+    stages: tuple[Stage, ...]
+
+    def stage(self, number: int) -> Stage:
+        return self.stages[number - 1]
+
+    def entries_through(self, number: int) -> tuple[Entry, ...]:
+        return tuple(entry for stage in self.stages[:number] for entry in stage.entries)
+
+    def selects(self, number: int, test: TestIdentity) -> bool:
+        """Is the test part of stage `number`'s stop condition (its entries or earlier ones)?"""
+        return any(entry.matches(test) for entry in self.entries_through(number))
+
+    def packages_through(self, number: int) -> tuple[str, ...]:
+        """The suites stage `number` draws tests from, the mechanism's own first."""
+        found = [self.package]
+        for entry in self.entries_through(number):
+            if entry.package not in found:
+                found.append(entry.package)
+        return tuple(found)
+
+    @property
+    def total_minutes(self) -> int:
+        return sum(stage.minutes for stage in self.stages)
+
+
+def _mechanism(package: str, table: dict[str, object]) -> Mechanism:
+    rows = table.get("stages")
+    if not isinstance(rows, list) or not rows:
+        raise ValueError(f"stages.toml: {package} has no stages")
+    stages = tuple(
+        Stage(
+            number=index,
+            minutes=int(row["minutes"]),
+            build=str(row["build"]),
+            stop=str(row["stop"]),
+            entries=tuple(Entry.parse(text, package) for text in row["select"]),
+        )
+        for index, row in enumerate(rows, start=1)
+    )
+    return Mechanism(package, str(table["readme_section"]), str(table["source"]), stages)
+
+
+def parse_stages(text: str) -> dict[str, Mechanism]:
+    data = tomllib.loads(text)
+    return {package: _mechanism(package, table) for package, table in data.items()}
+
+
+@cache
+def mechanisms() -> dict[str, Mechanism]:
+    """{package: Mechanism} in the order of stages.toml."""
+    text = resources.files(__package__).joinpath("stages.toml").read_text(encoding="utf-8")
+    return parse_stages(text)

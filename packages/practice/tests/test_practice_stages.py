@@ -1,0 +1,108 @@
+"""stages.toml against the suites: stages only grow, and the last one is the whole contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from gptlab_practice.stages import Mechanism, TestIdentity, mechanisms, parse_stages
+
+pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
+
+ROOT = Path(__file__).resolve().parents[3]
+PACKAGES = ("tinygpt", "cache_aware_lm", "kv_cache", "prefix_cache", "chunked_prefill")
+PACKAGES += ("speculative", "paged_kv", "scheduler")
+
+
+def _collect(*extra: str) -> list[str]:
+    """pytest --collect-only -q over the contract suites: the collected node ids."""
+    command = [sys.executable, "-m", "pytest", "-m", "contract", "--collect-only", "-q"]
+    command += ["-p", "no:cacheprovider", *extra]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+@cache
+def contract_tests() -> dict[str, dict[str, TestIdentity]]:
+    """{package: {node id: identity}} of the contract tests, from one collection of all suites."""
+    suites = [f"packages/{name}/tests" for name in PACKAGES]
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "collected.json"
+        nodeids = _collect(*suites, "--gptlab-report", str(report))
+        records = json.loads(report.read_text())["tests"]
+    assert {r["nodeid"] for r in records} == set(nodeids)
+    found: dict[str, dict[str, TestIdentity]] = {name: {} for name in PACKAGES}
+    for r in records:
+        identity = TestIdentity.from_nodeid(
+            r["nodeid"], r["package"], r["owner"], tuple(r["tiers"])
+        )
+        found[r["package"]][r["nodeid"]] = identity
+    return found
+
+
+def selected(mechanism: Mechanism, number: int) -> set[str]:
+    """Node ids of the contract tests stage `number` selects."""
+    return {
+        nodeid
+        for package in mechanism.packages_through(number)
+        for nodeid, test in contract_tests()[package].items()
+        if mechanism.selects(number, test)
+    }
+
+
+def test_every_graded_mechanism_has_stages() -> None:
+    assert list(mechanisms()) == list(PACKAGES)
+    assert [s.minutes for s in mechanisms()["tinygpt"].stages] == [10, 45, 20, 30, 45, 30, 15]
+    assert [s.minutes for s in mechanisms()["prefix_cache"].stages] == [15, 15, 20, 10]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_stages_only_grow_and_the_last_selects_every_contract_test(name: str) -> None:
+    mechanism = mechanisms()[name]
+    previous: set[str] = set()
+    for stage in mechanism.stages:
+        now = selected(mechanism, stage.number)
+        assert previous <= now, f"{name} stage {stage.number} drops tests of an earlier stage"
+        assert now, f"{name} stage {stage.number} selects nothing"
+        previous = now
+    own = set(contract_tests()[name])
+    missing = own - previous
+    assert not missing, f"{name}: the last stage misses {sorted(missing)[:5]}"
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_selection_entry_selects_a_test(name: str) -> None:
+    """A misspelt owner, file or test name would select nothing and pass every check."""
+    mechanism = mechanisms()[name]
+    for stage in mechanism.stages:
+        for entry in stage.entries:
+            assert any(entry.matches(t) for t in contract_tests()[entry.package].values()), (
+                f"{name} stage {stage.number}: {entry.text!r} selects no contract test"
+            )
+
+
+@pytest.mark.parametrize(("name", "number"), [("tinygpt", 2), ("prefix_cache", 4)])
+def test_the_selection_plugin_collects_what_the_stage_selects(name: str, number: int) -> None:
+    """The plugin (pytest items) and the check's reading of results (node ids) agree."""
+    mechanism = mechanisms()[name]
+    suites = [f"packages/{p}/tests" for p in mechanism.packages_through(number)]
+    plugin = ["-p", "gptlab_practice.selection", f"--practice-stage={name}:{number}"]
+    collected = set(_collect(*suites, *plugin))
+    assert collected == selected(mechanism, number)
+    assert collected < {n for p in mechanism.packages_through(number) for n in contract_tests()[p]}
+
+
+def test_selection_atoms_are_checked_when_read() -> None:
+    good = '[x]\nreadme_section = "M"\nsource = "s"\n'
+    good += '[[x.stages]]\nminutes = 1\nbuild = "b"\nstop = "s"\n'
+    assert parse_stages(good + 'select = ["tier1 !owner:a"]\n')["x"].stage(1).entries
+    for bad in ("colour:red", "tier9", "owner:"):
+        with pytest.raises(ValueError, match="cannot read"):
+            parse_stages(good + f'select = ["{bad}"]\n')
