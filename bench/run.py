@@ -1,7 +1,7 @@
 """gptlab benchmarks: writes bench/report.md and PNG plots (``nox -s bench``).
 
     python -m bench.run                  # full run, CPU (a few minutes)
-    python -m bench.run --quick          # smoke run (< 1 minute)
+    python -m bench.run --quick          # smoke run into bench/out/quick (never the report)
     python -m bench.run --device cuda    # everything on the GPU
 
 Every figure is a ratio of methods measured side by side in this one process, on
@@ -47,6 +47,17 @@ TITLES = (
 )
 
 
+BENCH = Path(__file__).resolve().parent
+QUICK_OUT = BENCH / "out" / "quick"  # ignored by git (bench/out/)
+
+
+def output_folder(out: Path | None, quick: bool) -> Path:
+    """Where the report goes: ``--out`` if given, else a scratch folder for ``--quick``."""
+    if out is not None:
+        return out
+    return QUICK_OUT if quick else BENCH
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, one round (< 1 min)")
@@ -60,7 +71,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--repeats", type=int, default=None, help="timed rounds per figure")
     parser.add_argument(
-        "--out", type=Path, default=Path(__file__).resolve().parent, help="report folder"
+        "--out",
+        type=Path,
+        default=None,
+        help=f"report folder (default: bench/ for a full run, {QUICK_OUT.relative_to(BENCH.parent)} "
+        "for --quick, so a smoke run never overwrites the committed report)",
     )
     parser.add_argument(
         "--only", default="", help="comma-separated section numbers to run (default all)"
@@ -70,6 +85,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    args.out = output_folder(args.out, args.quick)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("bench: --device cuda but CUDA is not available", file=sys.stderr)
