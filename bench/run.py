@@ -74,8 +74,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--out",
         type=Path,
         default=None,
-        help=f"report folder (default: bench/ for a full run, {QUICK_OUT.relative_to(BENCH.parent)} "
-        "for --quick, so a smoke run never overwrites the committed report)",
+        help="report folder (default: bench/ for a full run, bench/out/quick for --quick, so "
+        "a smoke run never overwrites the committed report)",
     )
     parser.add_argument(
         "--only", default="", help="comma-separated section numbers to run (default all)"
