@@ -95,7 +95,7 @@ def _graph_row(settings: Settings, name: str, contexts: list[int]) -> str:
     if settings.device.type != "cuda":
         return f"| {name} | {facts['rows']} | {eager_ms:.2f} | - | - | no GPU |"
     try:
-        side = torch.cuda.Stream()
+        side = torch.cuda.Stream()  # type: ignore[no-untyped-call]
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(3):

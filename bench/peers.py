@@ -163,10 +163,10 @@ class Floor:
 def workload_flops(model: nn.Module, requests: Workload, heads_x_dim: int) -> tuple[float, float]:
     """(prefill, decode) FLOPs the workload needs at least: every token through every linear
     layer once, attention over its context, and one row of logits per generated token."""
-    head = model.lm_head if hasattr(model, "lm_head") else None
+    head = getattr(model, "lm_head", None)
     linears = [m for m in model.modules() if isinstance(m, nn.Linear) and m is not head]
     per_token = 2 * sum(m.in_features * m.out_features for m in linears)
-    vocab_row = 0 if head is None else 2 * head.in_features * head.out_features
+    vocab_row = 2 * head.in_features * head.out_features if isinstance(head, nn.Linear) else 0
     n_layers = len(getattr(model, "blocks", [])) or 1
     attention = 4 * heads_x_dim * n_layers  # QK^T and PV, per (query, key) pair, all layers
     prefill = decode = 0.0
