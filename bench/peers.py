@@ -16,6 +16,7 @@ compute floor: the workload's FLOPs over the matmul rate measured at its shapes.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import statistics
 import time
@@ -39,6 +40,7 @@ class PeerRun:
     outputs: list[list[int]]
     first_token: list[float]
     token_gaps: list[float]
+    cpu_seconds: float = 0.0  # the process's CPU time (every thread) over the same span
 
 
 def continuous_batching(
@@ -70,12 +72,22 @@ def continuous_batching(
         auto_switch_to_flash=False,  # keep the attention asked for (no flash on CPU)
     )
     results: dict[str, Any] = {}
-    with torch.inference_mode():
+    threads = torch.get_num_threads()
+
+    def same_threads(module: object, args: object) -> None:
+        # The manager's generation thread would start with OpenMP's default (every core):
+        # torch.set_num_threads holds for the thread that called it only.
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+
+    hook = hf_model.register_forward_pre_hook(same_threads)
+    with torch.inference_mode(), contextlib.ExitStack() as cleanup:
+        cleanup.callback(hook.remove)
         manager_cm = hf_model.continuous_batching_context_manager(
             generation_config=generation, continuous_batching_config=batching, warmup=False
         )
         with manager_cm as manager:
-            begin = time.perf_counter()
+            begin, cpu_begin = time.perf_counter(), time.process_time()
             ids = [
                 manager.add_request(prompt, max_new_tokens=n, record_timestamps=True)
                 for prompt, n in requests
@@ -87,7 +99,8 @@ def continuous_batching(
                 elif result is None and not manager.is_running():
                     raise RuntimeError("transformers' continuous batching thread stopped early")
             seconds = time.perf_counter() - begin
-    run = PeerRun(seconds, [], [], [])
+            cpu_seconds = time.process_time() - cpu_begin
+    run = PeerRun(seconds, [], [], [], cpu_seconds)
     for request_id in ids:
         result = results[request_id]
         if result.error is not None:
@@ -124,7 +137,7 @@ def static_batch(hf_model: Any, requests: Workload, settings: Settings) -> PeerR
     longest = max(n for _, n in requests)
     clock = _StepClock()
     settings.sync()
-    begin = time.perf_counter()
+    begin, cpu_begin = time.perf_counter(), time.process_time()
     with torch.inference_mode():
         out = hf_model.generate(
             ids.to(settings.device),
@@ -137,7 +150,7 @@ def static_batch(hf_model: Any, requests: Workload, settings: Settings) -> PeerR
         )
     seconds = time.perf_counter() - begin
     stamps = [stamp - begin for stamp in clock.stamps]
-    run = PeerRun(seconds, [], [], [])
+    run = PeerRun(seconds, [], [], [], time.process_time() - cpu_begin)
     for row, (_, n) in enumerate(requests):
         run.outputs.append(out[row, width : width + n].tolist())
         run.first_token.append(stamps[0])
