@@ -306,7 +306,7 @@ def bench(session: nox.Session) -> None:
 
 
 def _bench_outputs() -> dict[str, str]:
-    """Digest of every committed bench output (report, sections, plots): --quick must not touch them."""
+    """Digests of the committed bench outputs (report, sections, plots): --quick leaves them be."""
     folder = ROOT / "bench"
     paths = [folder / "report.md", *folder.glob("*.png"), *folder.glob("sections/*.json")]
     return {
