@@ -144,15 +144,24 @@ def save_section(out: Path, number: int, section: Section, provenance: str) -> N
 
 
 def load_sections(out: Path) -> list[tuple[str, Section]]:
-    """(provenance, section) for every saved section of this bench, in section order."""
+    """(provenance, section) for every saved section, in number order.
+
+    Every ``sections/*.json`` is rendered, also one this module does not measure (a
+    section another module writes in the same format), so an added section shows up.
+    """
+    records = [
+        json.loads(path.read_text(encoding="utf-8")) for path in (out / "sections").glob("*.json")
+    ]
     loaded = []
-    for path in sorted((out / "sections").glob("*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
-        if not 1 <= record["number"] <= len(SECTIONS):
-            continue
-        targets = [TargetCheck(**target) for target in record["targets"]]
-        section = Section(record["title"], record["body"], record["figures"], targets)
-        loaded.append((record["provenance"], section))
+    for record in sorted(records, key=lambda r: (r.get("number", 0), r.get("title", ""))):
+        targets = [TargetCheck(**target) for target in record.get("targets", [])]
+        section = Section(
+            record.get("title", "untitled section"),
+            record.get("body", []),
+            record.get("figures", []),
+            targets,
+        )
+        loaded.append((record.get("provenance", ""), section))
     return loaded
 
 
