@@ -313,7 +313,23 @@ def bench(session: nox.Session) -> None:
     install_packages(session, "tinygpt", "cache_aware_lm", extras="hf")
     install_packages(session, "stdlib_pair", extras="")  # the trained pair (section 7)
     _install(session, "matplotlib>=3.8")
+    committed = _bench_outputs()
     session.run("python", "-m", "bench.run", *session.posargs)
+    if "--quick" in session.posargs and "--out" not in session.posargs:
+        changed = sorted(p for p, d in _bench_outputs().items() if committed.get(p) != d)
+        if changed or committed.keys() != _bench_outputs().keys():
+            session.error(f"--quick changed the committed report: {changed or 'files added'}")
+
+
+def _bench_outputs() -> dict[str, str]:
+    """Digests of the committed bench outputs (report, sections, plots): --quick leaves them be."""
+    folder = ROOT / "bench"
+    paths = [folder / "report.md", *folder.glob("*.png"), *folder.glob("sections/*.json")]
+    return {
+        str(p.relative_to(ROOT)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in paths
+        if p.exists()
+    }
 
 
 @nox.session

@@ -157,18 +157,29 @@ def interleaved(
     methods: dict[str, Callable[[], Any]],
     repeats: int | None = None,
     warmup: dict[str, Callable[[], Any]] | None = None,
+    cpu: dict[str, float] | None = None,
 ) -> tuple[dict[str, float], dict[str, Any]]:
-    """Median seconds per method over ``repeats`` round-robin rounds, and each last result."""
+    """Median seconds per method over ``repeats`` round-robin rounds, and each last result.
+
+    ``cpu``, when given, receives each method's median CPU time of the calling thread
+    (``time.thread_time``): on a loaded CPU machine wall time also counts waiting for a
+    core, which is no method's work, while the thread's CPU time does not.
+    """
     rounds = settings.repeats if repeats is None else repeats
     for name, call in (warmup or methods).items():
         del name
         call()
     samples: dict[str, list[float]] = {name: [] for name in methods}
+    cpu_samples: dict[str, list[float]] = {name: [] for name in methods}
     results: dict[str, Any] = {}
     for _ in range(rounds):
         for name, call in methods.items():
+            cpu_started = time.thread_time()
             seconds, results[name] = timed(settings, call)
+            cpu_samples[name].append(time.thread_time() - cpu_started)
             samples[name].append(seconds)
+    if cpu is not None:
+        cpu.update({name: statistics.median(times) for name, times in cpu_samples.items()})
     return {name: statistics.median(times) for name, times in samples.items()}, results
 
 

@@ -3,7 +3,9 @@
 All rows decode greedily from the same prompt on identical weights and must emit
 identical tokens (checked). The no-cache row recomputes the whole sequence every
 token; it is timed over the first tokens only (its per-token cost only grows),
-so its tokens/s overstates it.
+so its tokens/s overstates it. Beside wall time, each row reports the calling thread's
+CPU time per step (``time.thread_time``; one intra-op thread does the work): on a
+loaded machine wall time also counts waiting for a core, the thread's CPU time does not.
 """
 
 from __future__ import annotations
@@ -174,6 +176,8 @@ def _decode_methods(
 
 RECOMPUTE = "no cache (recompute every token)"
 MATMULS = "matmuls alone (every linear layer once, shared by all rows)"
+SERVING = "serving path (in-place KVCache)"
+CPU_RATIO = "serving vs transformers in the thread's CPU time"
 
 
 def _measure_batch(
@@ -184,13 +188,17 @@ def _measure_batch(
     new_tokens: int,
     recompute_tokens: int,
     settings: Settings,
+    cpu: dict[str, float],
 ) -> tuple[dict[str, float], dict[str, int], bool]:
-    """(median seconds, tokens timed, all rows emitted the same tokens) per method."""
+    """(median seconds, tokens timed, all rows emitted the same tokens) per method; ``cpu``
+    receives each method's median CPU seconds of this thread."""
     methods = _decode_methods(model, hf_model, hf_label, ids, new_tokens, settings)
     warmups = _decode_methods(model, hf_model, hf_label, ids, 4, settings)
-    seconds, results = interleaved(settings, methods, warmup=warmups)
+    seconds, results = interleaved(settings, methods, warmup=warmups, cpu=cpu)
     recompute_seconds, recomputed = interleaved(
-        settings, {RECOMPUTE: lambda: recompute_generate(model, ids, recompute_tokens)}
+        settings,
+        {RECOMPUTE: lambda: recompute_generate(model, ids, recompute_tokens)},
+        cpu=cpu,
     )
     reference = results["reference generate (functional cat)"]
     agree = all(torch.equal(out, reference) for out in results.values()) and torch.equal(
@@ -217,28 +225,37 @@ def _measure_family(
     lines = [
         f"**{title}**",
         "",
-        "| batch | method | new tokens timed | tokens/s | ms per step | vs transformers |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| batch | method | new tokens timed | tokens/s | ms per step | vs transformers | "
+        "CPU ms per step | vs transformers, CPU time |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     rates: dict[int, dict[str, float]] = {}
     vocab = model.geometry.vocab_size
     for B in BATCHES:
         progress.step(f"{title}: batch {B}, {new_tokens} new tokens")
         ids = random_ids(B, PROMPT, vocab, settings, seed=100 + B)
+        cpu: dict[str, float] = {}
         seconds, timed_counts, agree = _measure_batch(
-            model, hf_model, hf_label, ids, new_tokens, recompute_tokens, settings
+            model, hf_model, hf_label, ids, new_tokens, recompute_tokens, settings, cpu
         )
         rates[B] = {name: B * timed_counts[name] / s for name, s in seconds.items()}
+        cpu_ms = {name: 1e3 * cpu[name] / timed_counts[name] for name in seconds}
         hf_rate = rates[B].get(hf_label)
         for name, rate in list(rates[B].items()):
             versus = f"{rate / hf_rate:.2f}x" if hf_rate else "-"
+            cpu_versus = f"{cpu_ms[hf_label] / cpu_ms[name]:.2f}x" if hf_rate else "-"
             step_ms = 1e3 * seconds[name] / timed_counts[name]
             lines.append(
-                f"| {B} | {name} | {timed_counts[name]} | {rate:,.0f} | {step_ms:.2f} | {versus} |"
+                f"| {B} | {name} | {timed_counts[name]} | {rate:,.0f} | {step_ms:.2f} | {versus} "
+                f"| {cpu_ms[name]:.2f} | {cpu_versus} |"
             )
-        lines.append(f"| {B} | tokens identical across rows | | {'yes' if agree else 'NO'} | | |")
+        lines.append(
+            f"| {B} | tokens identical across rows | | {'yes' if agree else 'NO'} | | | | |"
+        )
         rates[B][MATMULS] = linear_floor_seconds(model, B, settings)
-        lines.append(f"| {B} | {MATMULS} | | | {1e3 * rates[B][MATMULS]:.2f} | |")
+        lines.append(f"| {B} | {MATMULS} | | | {1e3 * rates[B][MATMULS]:.2f} | | | |")
+        if hf_rate:
+            rates[B][CPU_RATIO] = cpu_ms[hf_label] / cpu_ms[SERVING]
     return lines, rates
 
 
@@ -331,10 +348,14 @@ def _targets(
         if not has_hf:
             checks.append(TargetCheck(name, f">= {goal}x", "not measured", None))
             continue
-        ours_ms = 1e3 * B / rates[B]["serving path (in-place KVCache)"]
+        ours_ms = 1e3 * B / rates[B][SERVING]
         theirs_ms = 1e3 * B / rates[B][hf_label]
         matmul_ms = 1e3 * rates[B][MATMULS]
         ratio = theirs_ms / ours_ms
+        cpu_ratio = rates[B].get(CPU_RATIO)
+        achieved = f"{ratio:.2f}x" + (
+            "" if cpu_ratio is None else f" (in the thread's CPU time: {cpu_ratio:.2f}x)"
+        )
         met = ratio >= goal
         bound = (
             ""
@@ -346,5 +367,5 @@ def _targets(
             "with the reference model; closing it takes fewer, fused kernels (torch.compile "
             "or CUDA graphs, as gpt-fast does), which this reference-style path does not use"
         )
-        checks.append(TargetCheck(name, f">= {goal}x", f"{ratio:.2f}x", met, bound))
+        checks.append(TargetCheck(name, f">= {goal}x", achieved, met, bound))
     return checks

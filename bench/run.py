@@ -1,7 +1,7 @@
 """gptlab benchmarks: writes bench/report.md and PNG plots (``nox -s bench``).
 
     python -m bench.run                  # full run, CPU (a few minutes)
-    python -m bench.run --quick          # smoke run (< 1 minute)
+    python -m bench.run --quick          # smoke run into bench/out/quick (never the report)
     python -m bench.run --device cuda    # everything on the GPU
 
 Every figure is a ratio of methods measured side by side in this one process, on
@@ -47,6 +47,17 @@ TITLES = (
 )
 
 
+BENCH = Path(__file__).resolve().parent
+QUICK_OUT = BENCH / "out" / "quick"  # ignored by git (bench/out/)
+
+
+def output_folder(out: Path | None, quick: bool) -> Path:
+    """Where the report goes: ``--out`` if given, else a scratch folder for ``--quick``."""
+    if out is not None:
+        return out
+    return QUICK_OUT if quick else BENCH
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, one round (< 1 min)")
@@ -60,7 +71,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--repeats", type=int, default=None, help="timed rounds per figure")
     parser.add_argument(
-        "--out", type=Path, default=Path(__file__).resolve().parent, help="report folder"
+        "--out",
+        type=Path,
+        default=None,
+        help="report folder (default: bench/ for a full run, bench/out/quick for --quick, so "
+        "a smoke run never overwrites the committed report)",
     )
     parser.add_argument(
         "--only", default="", help="comma-separated section numbers to run (default all)"
@@ -70,6 +85,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    args.out = output_folder(args.out, args.quick)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("bench: --device cuda but CUDA is not available", file=sys.stderr)
@@ -128,15 +144,24 @@ def save_section(out: Path, number: int, section: Section, provenance: str) -> N
 
 
 def load_sections(out: Path) -> list[tuple[str, Section]]:
-    """(provenance, section) for every saved section of this bench, in section order."""
+    """(provenance, section) for every saved section, in number order.
+
+    Every ``sections/*.json`` is rendered, also one this module does not measure (a
+    section another module writes in the same format), so an added section shows up.
+    """
+    records = [
+        json.loads(path.read_text(encoding="utf-8")) for path in (out / "sections").glob("*.json")
+    ]
     loaded = []
-    for path in sorted((out / "sections").glob("*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
-        if not 1 <= record["number"] <= len(SECTIONS):
-            continue
-        targets = [TargetCheck(**target) for target in record["targets"]]
-        section = Section(record["title"], record["body"], record["figures"], targets)
-        loaded.append((record["provenance"], section))
+    for record in sorted(records, key=lambda r: (r.get("number", 0), r.get("title", ""))):
+        targets = [TargetCheck(**target) for target in record.get("targets", [])]
+        section = Section(
+            record.get("title", "untitled section"),
+            record.get("body", []),
+            record.get("figures", []),
+            targets,
+        )
+        loaded.append((record.get("provenance", ""), section))
     return loaded
 
 

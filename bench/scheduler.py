@@ -9,9 +9,14 @@ requests are served two ways, alternating round by round:
 - by ``scheduler.Engine`` over a block pool that holds every request at once: each
   step decodes every running request and fills the rest of the token budget with
   prompt chunks, in ONE model call over the packed mixed batch (the step's tokens
-  as one sequence, ragged paged attention from the pool).
+  as one sequence, ragged paged attention from the pool);
+- by transformers on the same weights (``LlamaForCausalLM``, bench/peers.py): its
+  continuous batching (attention ``sdpa`` and ``paged|eager``, each request with its
+  own ``max_new_tokens``) and one static ``generate`` batch of the left-padded prompts.
 
-Reported: generated tokens/s of each (target: the engine >= 4x), time to first token
+Reported: generated tokens/s of each (targets: the engine >= 4x one at a time, >= 4x
+transformers' continuous batching, >= 2.5x its static batch, within 2x of the compute
+floor: the workload's FLOPs over the matmul rate measured at its shapes), time to first token
 and time per output token (p50 / p99), batch occupancy per step over time (rows and
 tokens, beside what the padded layout would compute), and where the engine's time
 goes (model call vs everything else; one decode step's operators, profiled). Then
@@ -36,6 +41,7 @@ import kv_cache
 from cache_aware_lm import serve_generate
 from scheduler import Engine
 
+from . import peers
 from .common import (
     Progress,
     Section,
@@ -47,9 +53,13 @@ from .common import (
     new_figure,
     save_figure,
 )
+from .decode import llama_twin
 
 BLOCK = 16
 GOAL = 4.0
+PEER_GOALS = {"continuous": 4.0, "static": 2.5}  # the engine over transformers' ways, 1 thread
+FLOOR_GOAL = 2.0  # the engine within 2x of the compute floor
+CB_ATTENTION = ("sdpa", "paged|eager")  # transformers' continuous batching attention choices
 
 
 @dataclass(frozen=True)
@@ -197,6 +207,16 @@ def model_clock(model: torch.nn.Module, settings: Settings) -> Iterator[list[flo
             del model.run_blocks
 
 
+@contextmanager
+def cpu_clock(samples: list[float]) -> Iterator[None]:
+    """Append the process's CPU seconds (every thread) spent inside the block."""
+    started = time.process_time()
+    try:
+        yield
+    finally:
+        samples.append(time.process_time() - started)
+
+
 def loaded_engine(model: Any, requests: Workload, shape: Shape, num_blocks: int) -> Engine:
     """An engine of the run's sizes with every request added (request i has id i)."""
     engine = Engine(
@@ -294,19 +314,39 @@ def run(settings: Settings, progress: Progress) -> Section:
     warm = [(prompt[:16], 4) for prompt, _ in requests[:2]]
     one_at_a_time(model, warm, settings)
     serve_with_engine(model, warm, shape, peak, settings)
+    hf_model = llama_twin(model, settings)
+    ways = _peer_ways(hf_model, requests, shape, peak, settings)
+    for way in ways.values():
+        way(warm)
     serial_runs: list[SerialRun] = []
     engine_runs: list[EngineRun] = []
+    peer_runs: dict[str, list[peers.PeerRun]] = {name: [] for name in ways}
+    cpu_samples: dict[str, list[float]] = {name: [] for name in (SERIAL, ENGINE, *ways)}
     for round_index in range(rounds):
-        serial_runs.append(one_at_a_time(model, requests, settings))
-        engine_runs.append(serve_with_engine(model, requests, shape, peak, settings))
+        with cpu_clock(cpu_samples[SERIAL]):
+            serial_runs.append(one_at_a_time(model, requests, settings))
+        with cpu_clock(cpu_samples[ENGINE]):
+            engine_runs.append(serve_with_engine(model, requests, shape, peak, settings))
+        for name, way in ways.items():
+            peer_runs[name].append(way(requests))
+            cpu_samples[name].append(peer_runs[name][-1].cpu_seconds)  # over its wall span
         progress.step(
             f"round {round_index + 1}: one at a time {serial_runs[-1].seconds:.1f}s, "
-            f"engine {engine_runs[-1].seconds:.1f}s"
+            f"engine {engine_runs[-1].seconds:.1f}s, "
+            + ", ".join(f"{name} {runs[-1].seconds:.1f}s" for name, runs in peer_runs.items())
         )
     serial_seconds = statistics.median(r.seconds for r in serial_runs)
     engine_seconds = statistics.median(r.seconds for r in engine_runs)
+    peer_seconds = {n: statistics.median(r.seconds for r in runs) for n, runs in peer_runs.items()}
+    cpu = {name: statistics.median(samples) for name, samples in cpu_samples.items()}
     serial, engine = serial_runs[-1], engine_runs[-1]
+    last_peers = {name: runs[-1] for name, runs in peer_runs.items()}
     expected = serial.outputs
+    progress.step("compute floor: the workload's FLOPs over the measured matmul rate")
+    floor = peers.compute_floor(
+        model, requests, model.config.n_heads * model.geometry.head_dim,
+        (shape.max_num_batched_tokens, shape.max_num_seqs), settings,
+    )  # fmt: skip
 
     quarter = max(-(-peak // 4), max(blocks_needed(p, n) for p, n in requests))
     progress.step(f"tight pool: {quarter} of {peak} blocks")
@@ -315,8 +355,11 @@ def run(settings: Settings, progress: Progress) -> Section:
     speedup = serial_seconds / engine_seconds
     section = Section("8. Continuous batching (scheduler engine)")
     section.body += _workload_lines(shape, requests, peak, generated, prompt_tokens)
-    section.body += _throughput_table(generated, serial_seconds, engine_seconds, rounds)
-    section.body += _latency_table(serial, engine)
+    last_peers_and_engine = {**last_peers, ENGINE: peers.PeerRun(0.0, engine.outputs, [], [])}
+    wall = {SERIAL: serial_seconds, ENGINE: engine_seconds, **peer_seconds}
+    section.body += _throughput_table(generated, wall, cpu, last_peers_and_engine, expected, rounds)
+    section.body += _latency_table(serial, engine, last_peers)
+    section.body += _floor_lines(floor, engine_seconds, engine.model_seconds, generated)
     section.body += _where_time_goes(engine, prompt_tokens)
     progress.step("one decode step of the engine, profiled")
     profile_lines, shares = _step_profile(model, shape, requests, peak)
@@ -328,7 +371,38 @@ def run(settings: Settings, progress: Progress) -> Section:
     section.targets += _targets(
         speedup, engine, tight, expected, (quarter, peak, prompt_tokens), shares
     )
+    section.targets += _peer_targets(
+        (engine_seconds, engine.model_seconds), peer_seconds, cpu, last_peers, expected, floor,
+        shares,
+    )  # fmt: skip
     return section
+
+
+def _peer_ways(
+    hf_model: Any, requests: Workload, shape: Shape, peak: int, settings: Settings
+) -> dict[str, Any]:
+    """transformers' ways of serving a workload (none without transformers), by table label."""
+    if hf_model is None:
+        return {}
+    ways: dict[str, Any] = {}
+    for attention in CB_ATTENTION:
+
+        def continuous(work: Workload, attention: str = attention) -> peers.PeerRun:
+            return peers.continuous_batching(
+                hf_model, work, block_size=BLOCK, num_blocks=peak,
+                max_batch_tokens=shape.max_num_batched_tokens,
+                max_requests=shape.max_num_seqs, attention=attention,
+            )  # fmt: skip
+
+        ways[f"{CONTINUOUS} `{attention}`"] = continuous
+    ways[STATIC] = lambda work: peers.static_batch(hf_model, work, settings)
+    return ways
+
+
+SERIAL = "one at a time (`serve_generate`, `KVCache`)"
+ENGINE = "`scheduler.Engine` (continuous batching)"
+CONTINUOUS = "transformers continuous batching"
+STATIC = "transformers static batch (`generate`)"
 
 
 def _workload_lines(
@@ -348,24 +422,46 @@ def _workload_lines(
 
 
 def _throughput_table(
-    generated: int, serial_seconds: float, engine_seconds: float, rounds: int
+    generated: int,
+    wall: dict[str, float],
+    cpu: dict[str, float],
+    outputs: dict[str, peers.PeerRun],
+    expected: list[list[int]],
+    rounds: int,
 ) -> list[str]:
-    return [
-        f"Median of {rounds} round(s), the two ways alternating:",
+    n = len(expected)
+    lines = [
+        f"Median of {rounds} round(s), every way in turn within a round; transformers' "
+        "LlamaForCausalLM holds the same weights; its continuous batching gets the engine's "
+        "block size, pool, token budget and row limit; its static batch is one `generate` "
+        "call on the left-padded prompts to the largest max_new_tokens (each request keeps "
+        "its first max_new_tokens). Outputs compared token for token with serving each "
+        "request alone. CPU s is the process's CPU time over the run (every thread; "
+        "transformers' continuous batching runs in a background thread): on a loaded "
+        "machine wall time also counts waiting for a core, CPU time does not.",
         "",
-        "| serving | wall s | generated tokens/s | vs one at a time |",
-        "|---|---:|---:|---:|",
-        f"| one at a time (`serve_generate`, `KVCache`) | {serial_seconds:.2f} | "
-        f"{generated / serial_seconds:.0f} | 1.00x |",
-        f"| `scheduler.Engine` (continuous batching) | {engine_seconds:.2f} | "
-        f"{generated / engine_seconds:.0f} | {fmt_ratio(serial_seconds / engine_seconds)} |",
-        "",
+        "| serving | wall s | generated tokens/s | vs one at a time | engine vs this | "
+        "CPU s | engine vs this, CPU time | outputs exact |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    for name, seconds in wall.items():
+        exact = n if name == SERIAL else exact_count(outputs[name].outputs, expected)
+        lines.append(
+            f"| {name} | {seconds:.2f} | {generated / seconds:.0f} | "
+            f"{fmt_ratio(wall[SERIAL] / seconds)} | {fmt_ratio(seconds / wall[ENGINE])} | "
+            f"{cpu[name]:.2f} | {fmt_ratio(cpu[name] / cpu[ENGINE])} | {exact}/{n} |"
+        )
+    return [*lines, ""]
 
 
-def _latency_table(serial: SerialRun, engine: EngineRun) -> list[str]:
+def _latency_table(
+    serial: SerialRun, engine: EngineRun, last_peers: dict[str, peers.PeerRun]
+) -> list[str]:
     def ms(values: Sequence[float], q: float) -> str:
         return f"{1e3 * percentile(values, q):.0f}"
+
+    def row(name: str, first: Sequence[float], gaps: Sequence[float]) -> str:
+        return f"| {name} | {ms(first, 50)} | {ms(first, 99)} | {ms(gaps, 50)} | {ms(gaps, 99)} |"
 
     per_token = [
         seconds / max(1, len(out))
@@ -376,12 +472,33 @@ def _latency_table(serial: SerialRun, engine: EngineRun) -> list[str]:
         "",
         "| serving | TTFT p50 | TTFT p99 | per output token p50 | p99 |",
         "|---|---:|---:|---:|---:|",
-        f"| one at a time (TTFT >= wait for service; per token = service / tokens) | "
-        f"{ms(serial.service_start, 50)} | {ms(serial.service_start, 99)} | "
-        f"{ms(per_token, 50)} | {ms(per_token, 99)} |",
-        f"| engine (measured per emitted token) | {ms(engine.first_token, 50)} | "
-        f"{ms(engine.first_token, 99)} | {ms(engine.token_gaps, 50)} | "
-        f"{ms(engine.token_gaps, 99)} |",
+        row(
+            "one at a time (TTFT >= wait for service; per token = service / tokens)",
+            serial.service_start,
+            per_token,
+        ),
+        row("engine (measured per emitted token)", engine.first_token, engine.token_gaps),
+        *(
+            row(f"{name} (its per-token timestamps)", run.first_token, run.token_gaps)
+            for name, run in last_peers.items()
+        ),
+        "",
+    ]
+
+
+def _floor_lines(
+    floor: peers.Floor, engine_seconds: float, model_seconds: float, generated: int
+) -> list[str]:
+    return [
+        f"Compute floor: the workload needs {floor.prefill_flops / 1e9:.1f} GFLOP of prefill and "
+        f"{floor.decode_flops / 1e9:.1f} GFLOP of decode (every token through every linear layer "
+        "once, attention over its context, one row of logits per generated token). The blocks' "
+        f"linear layers run at {floor.prefill_rate / 1e9:.1f} GFLOP/s on a prefill step's "
+        f"rows and {floor.decode_rate / 1e9:.1f} GFLOP/s on a decode step's (measured now), "
+        f"so the floor is {floor.seconds:.2f} s ({generated / floor.seconds:.0f} generated "
+        f"tokens/s). The engine takes {engine_seconds:.2f} s: "
+        f"{engine_seconds / floor.seconds:.2f}x the floor ({model_seconds / floor.seconds:.2f}x "
+        "in its model calls alone).",
         "",
     ]
 
@@ -544,3 +661,65 @@ def _targets(
             "" if tight_exact == n else first_divergence(tight.outputs, expected),
         ),
     ]
+
+
+def _peer_targets(
+    engine_times: tuple[float, float],
+    peer_seconds: dict[str, float],
+    cpu: dict[str, float],
+    last_peers: dict[str, peers.PeerRun],
+    expected: list[list[int]],
+    floor: peers.Floor,
+    shares: str,
+) -> list[TargetCheck]:
+    engine_seconds, model_seconds = engine_times
+    n = len(expected)
+    overhead = (
+        f"the engine is {engine_seconds / floor.seconds:.2f}x the compute floor "
+        f"({floor.seconds:.2f} s; {model_seconds / floor.seconds:.2f}x in its model calls alone, "
+        f"the rest is host time per step); one full decode step's operators: {shares}"
+    )
+    checks = []
+    continuous = {k: v for k, v in peer_seconds.items() if k.startswith(CONTINUOUS)}
+    static = {k: v for k, v in peer_seconds.items() if k == STATIC}
+    for kind, group in (("continuous", continuous), ("static", static)):
+        goal = PEER_GOALS[kind]
+        label = (
+            f"engine vs transformers' {kind} {'batching' if kind == 'continuous' else 'batch'}, "
+            f"{n} mixed requests, {torch.get_num_threads()} thread(s)"
+        )
+        if not group:
+            checks.append(TargetCheck(label, f">= {goal:g}x", "not measured", None))
+            continue
+        fastest = min(group, key=lambda name: group[name])
+        ratio = group[fastest] / engine_seconds
+        exact = exact_count(last_peers[fastest].outputs, expected)
+        met = ratio >= goal
+        bound = (
+            ""
+            if met
+            else f"{overhead}; at the floor the engine would be "
+            f"{group[fastest] / floor.seconds:.1f}x {fastest} ({group[fastest]:.2f} s)"
+        )
+        achieved = (
+            f"{fmt_ratio(ratio)} over {fastest} (CPU time: "
+            f"{fmt_ratio(cpu[fastest] / cpu[ENGINE])}; {exact}/{n} of its outputs exact)"
+        )
+        checks.append(TargetCheck(label, f">= {goal:g}x", achieved, met, bound))
+    distance = engine_seconds / floor.seconds
+    met = distance <= FLOOR_GOAL
+    checks.append(
+        TargetCheck(
+            "engine within 2x of the compute floor (workload FLOPs / measured matmul rate)",
+            f"<= {FLOOR_GOAL:g}x",
+            f"{distance:.2f}x ({engine_seconds:.2f} s vs {floor.seconds:.2f} s)",
+            met,
+            ""
+            if met
+            else f"{overhead}: the matmuls, the floor's work, are a part of each step; the "
+            "packed call gathers every decode row's K/V out of the pool (index_select) before "
+            "attention instead of reading the blocks in place, and each step's scheduling, "
+            "block tables and sampling run on the host between model calls",
+        )
+    )
+    return checks
