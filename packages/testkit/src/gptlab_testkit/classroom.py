@@ -180,10 +180,9 @@ def submission_from(
     if run.problem.startswith("ran past its time limit"):
         note = f"grading ran past the --submission-timeout of {limit or 0:g} s and was stopped"
         return Submission(name, "broken", None, modules, note=note, seconds=run.seconds)
-    if run.problem and not run.results:
+    if run.problem and not run.results and run.returncode != PYTEST_INTERNAL_ERROR:
         note = f"candidate error: {run.problem}"
-        returncode = run.returncode if run.returncode not in (0, 1) else 4
-        return Submission(name, "graded", returncode, modules, note=note, seconds=run.seconds)
+        return Submission(name, "graded", run.returncode, modules, note=note, seconds=run.seconds)
     if run.returncode == PYTEST_INTERNAL_ERROR or (run.problem and run.returncode not in (0, 1)):
         last = next((line for line in reversed(run.output.splitlines()) if line.strip()), "")
         note = f"grading process broke (exit {run.returncode}): {run.problem or last.strip()}"

@@ -156,14 +156,16 @@ class ForkedRun:
         self._scratch = tempfile.TemporaryDirectory(prefix="gptlab-run-")
         scratch = Path(self._scratch.name)
         self.report = scratch / "report.json"
-        self.log = log or (scratch / "output.log" if capture else None)
-        self.describe = describe or ", ".join(f"{k}={v}" for k, v in env.items())
+        self.log = log.resolve() if log else (scratch / "output.log" if capture else None)
+        self.describe = describe or ", ".join(f"{k}={v}" for k, v in env.items()) or "the tests"
         self.started = time.monotonic()
         self.import_deadline = self.started + import_limit if import_limit else None
         self.deadline = self.started + limit if limit else None
         self.limit, self.import_limit = limit, import_limit
         self.collected = False
         self.result: SuiteRun | None = None
+        # The run starts in a scratch folder: relative paths are resolved here, first.
+        paths = [str(Path(p).resolve()) if Path(p).exists() else p for p in paths]
         argv = [*paths, "-p", "no:cacheprovider", "--gptlab-report", str(self.report)]
         # Preloaded plugins (xdist, pytest-timeout, hypothesis) cannot be rewritten; fine.
         argv += ["-W", "ignore::pytest.PytestAssertRewriteWarning", *args]
@@ -173,7 +175,7 @@ class ForkedRun:
         self.pid = os.fork()
         if self.pid == 0:
             os.close(read_end)
-            self._child(argv, env, write_end, cwd or scratch / "cwd", clear_variables)
+            self._child(argv, env, write_end, (cwd or scratch / "cwd").resolve(), clear_variables)
         os.close(write_end)
         os.set_blocking(read_end, False)
         self._collected_fd = read_end
@@ -196,6 +198,9 @@ class ForkedRun:
                 out = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                 os.dup2(out, 1)
                 os.dup2(out, 2)
+                # Whoever forked us may have replaced sys.stdout (an outer pytest's capture).
+                sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
             # The run imports this package afresh: pytest rewrites the asserts of its
             # plugin's package (the suites' assertion helpers), which it can only do on
             # import, and every test-side record (loaded candidates, stop list) starts
