@@ -128,7 +128,9 @@ def bench_class(size: int, jobs: int) -> dict[str, object]:
         record = measure(command)
         payload = json.loads((out / "class.json").read_text())
         got = {row["name"]: row["verdict"] for row in payload["submissions"]}
-        wrong = {name: (got.get(name), want) for name, want in expected.items() if got.get(name) != want}
+        wrong = {
+            name: (got.get(name), want) for name, want in expected.items() if got.get(name) != want
+        }
         seconds = sorted(row["seconds"] for row in payload["submissions"])
         record.update(
             submissions=len(expected),
@@ -136,8 +138,10 @@ def bench_class(size: int, jobs: int) -> dict[str, object]:
             wrong=wrong,
             per_submission_median_s=seconds[len(seconds) // 2],
             per_submission_max_s=seconds[-1],
-            kinds={kind: sum(name.split("_")[1] == kind for name in expected)
-                   for kind in ("bad", "hostile", "good", "folder")},  # fmt: skip
+            kinds={
+                kind: sum(name.split("_")[1] == kind for name in expected)
+                for kind in ("bad", "hostile", "good", "folder")
+            },
         )
         return record
 

@@ -260,7 +260,9 @@ def test_submission_time_limit_stops_the_whole_process_group(tmp_path: Path) -> 
 
 
 def test_a_submission_past_its_time_limit_is_a_broken_row() -> None:
-    run = SuiteRun(-9, [], "bringing up nodes...\n", "ran past its time limit of 7 s and was stopped")
+    run = SuiteRun(
+        -9, [], "bringing up nodes...\n", "ran past its time limit of 7 s and was stopped"
+    )
     row = classroom.submission_from("slow", run, {}, 7.0)
     assert (row.status, row.returncode) == ("broken", None)
     assert row.note == "grading ran past the --submission-timeout of 7 s and was stopped"

@@ -42,7 +42,7 @@ def test_a_file_is_selected_by_the_variables_it_or_a_conftest_names(tmp_path: Pa
         tmp_path,
         "kv_cache",
         {
-            "conftest.py": 'from gptlab_testkit import candidate\nkvc = candidate("KV_CACHE_MODULE")\n',
+            "conftest.py": 'kvc = candidate("KV_CACHE_MODULE")\n',
             "test_storage.py": "def test_x(kv):\n    pass\n",  # sees it through the conftest
         },
     )
@@ -112,7 +112,9 @@ def _result(package: str, owner: str, outcome: str = "passed", reason: str = "")
 
 
 def test_scorecard_lists_the_packages_not_rerun() -> None:
-    lines = scorecard_lines([_result("kv_cache", "fixed_capacity_storage")], ["tinygpt", "kv_cache"])
+    lines = scorecard_lines(
+        [_result("kv_cache", "fixed_capacity_storage")], ["tinygpt", "kv_cache"]
+    )
     kv = next(line for line in lines if line.startswith("kv_cache"))
     tiny = next(line for line in lines if line.startswith("tinygpt"))
     assert kv.split()[1:] == ["1", "0", "0", "pass"]

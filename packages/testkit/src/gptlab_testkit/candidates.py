@@ -266,9 +266,7 @@ def select_test_files(paths: list[str] | tuple[str, ...], swapped: set[str]) -> 
     names one of the swapped variables (nor has a conftest.py that does) gives the
     references' verdict whatever the candidate: it need not run again.
     """
-    return [
-        str(path) for path in suite_files(paths) if static_variables_of(path) & swapped
-    ]
+    return [str(path) for path in suite_files(paths) if static_variables_of(path) & swapped]
 
 
 def candidate(variable: str) -> ModuleType:

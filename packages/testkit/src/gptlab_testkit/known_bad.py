@@ -197,9 +197,7 @@ Start = Callable[[], ForkedRun]
 
 def _run(paths: list[str], env: dict[str, str], scope: str, run: str, workers: int = 1) -> Start:
     args = [*SCOPES[scope], *grading_args(TIMEOUTS[run], MEMORY_MIB, workers)]
-    return lambda: ForkedRun(
-        paths, env, args, import_limit=TIMEOUTS[run] + 60.0, limit=RUN_LIMIT_S
-    )
+    return lambda: ForkedRun(paths, env, args, import_limit=TIMEOUTS[run] + 60.0, limit=RUN_LIMIT_S)
 
 
 def selected(root: Path, variables: set[str]) -> list[str]:
@@ -244,7 +242,11 @@ def main(argv: list[str]) -> int:
     must_pass: list[tuple[str, Start, int]] = []
     suites = sorted({str(c.suite) for c in candidates})
     must_pass.append(
-        (f"reference on {', '.join(suites)}", _run(suites, {}, "all", "in-process", args.jobs), 10**6)
+        (
+            f"reference on {', '.join(suites)}",
+            _run(suites, {}, "all", "in-process", args.jobs),
+            10**6,
+        )
     )
     for good in faithful:
         files = selected(root, set(good.modules))
@@ -256,13 +258,15 @@ def main(argv: list[str]) -> int:
         env = {candidate.variable: str(candidate.path.resolve())}
         must_fail.append((candidate, _run(files, env, candidate.scope, candidate.run), len(files)))
 
-    jobs: list[tuple[str, object, Start, int]] = [("pass", label, s, n) for label, s, n in must_pass]
+    jobs: list[tuple[str, object, Start, int]] = [
+        ("pass", label, s, n) for label, s, n in must_pass
+    ]
     jobs += [("fail", c, s, n) for c, s, n in must_fail]
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i][3])
     runs: dict[int, SuiteRun] = {}
     for position, run in side_by_side([jobs[i][2] for i in order], args.jobs):
         runs[order[position]] = run
-        kind, what, _, _ = jobs[order[position]]
+        _, what, _, _ = jobs[order[position]]
         name = what if isinstance(what, str) else what.path.stem  # type: ignore[attr-defined]
         print(f"  done in {run.seconds:5.1f} s: {name}", flush=True)
 
@@ -270,7 +274,9 @@ def main(argv: list[str]) -> int:
     print("\nmust pass:")
     for index, (label, _, _) in enumerate(must_pass):
         run = runs[index]
-        status = "pass" if run.returncode == 0 and not run.problem else f"FAIL (exit {run.returncode})"
+        status = (
+            "pass" if run.returncode == 0 and not run.problem else f"FAIL (exit {run.returncode})"
+        )
         print(f"  {status:<22} {label}")
         if status != "pass":
             problems.append(f"{label} must pass: {run.problem}\n{run.output[-3000:]}")
@@ -310,8 +316,10 @@ def main(argv: list[str]) -> int:
     if below:
         names = ", ".join(f"{v.candidate.path.stem} ({v.catches})" for v in below)
         print(f"below the floor of {args.min_catches} catches: {names}")
-    caught = sum(v.routed for v in verdicts) if args.floor == "report" else sum(
-        v.caught for v in verdicts
+    caught = (
+        sum(v.routed for v in verdicts)
+        if args.floor == "report"
+        else sum(v.caught for v in verdicts)
     )
     elapsed = time.perf_counter() - started
     print(f"known-bad caught: {caught}/{len(verdicts)} ({floor})  ({elapsed:.0f} s)")

@@ -93,7 +93,6 @@ def run_pytest(
     return SuiteRun(completed.returncode, results, completed.stdout or "")
 
 
-
 # Imported once, before any run is forked. torch.distributed.tensor is what the first
 # torch.testing.assert_close imports lazily (~1 s). No torch op runs before forking.
 _PRELOAD = (
@@ -279,9 +278,7 @@ class ForkedRun:
         return self.result
 
 
-def side_by_side(
-    starts: Sequence[Callable[[], Any]], jobs: int
-) -> Iterator[tuple[int, Any]]:
+def side_by_side(starts: Sequence[Callable[[], Any]], jobs: int) -> Iterator[tuple[int, Any]]:
     """Start tasks `jobs` at a time; yield (index, result) as each ends.
 
     A start returns a pending task (with `poll()` and `kill()`, like ForkedRun) or a
