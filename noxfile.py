@@ -7,7 +7,9 @@ there. torch is installed once per machine into `.nox/_torch` (a plain
 local CPU wheel, without twenty copies of it.
 
 Set a package's variable (e.g. KV_CACHE_MODULE=my_attempt.py) to grade a
-candidate; its package session then runs only the contract tests.
+candidate; its package session then runs only the contract tests, under the
+gptlab plugin's grading protections (per-test limit, forked test processes, memory
+limit: on by default whenever a candidate is swapped in).
 """
 
 from __future__ import annotations
