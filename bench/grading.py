@@ -85,6 +85,32 @@ def measure(command: list[str]) -> dict[str, object]:
     }
 
 
+def as_submission(source: str, stem: str) -> str:
+    """A known-bad file rewritten to live as `<stem>.py` in a student's folder.
+
+    A mutant that imports its reference by the same plain name (`import kv_cache` in a
+    file handed in as kv_cache.py) would reach itself, since a folder's plain modules
+    come first for a candidate's imports; those imports go through importlib instead
+    (which the loader leaves alone), so the submission is the mutant, not an import error.
+    """
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    for node in reversed(tree.body):
+        code: list[str] = []
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == stem for a in node.names):
+            code = [
+                f"{(a.asname or a.name.split('.')[0])} = __import__('importlib')"
+                f".import_module({(a.name if a.asname else a.name.split('.')[0])!r})"
+                for a in node.names
+            ]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == stem:
+            module = f"__import__('importlib').import_module({node.module!r})"
+            code = [f"{a.asname or a.name} = {module}.{a.name}" for a in node.names]
+        if code:
+            lines[node.lineno - 1 : node.end_lineno] = code
+    return "\n".join(lines) + "\n"
+
+
 def make_class(root: Path, size: int) -> dict[str, str]:
     """`size` submission folders in `root`; returns {name: expected verdict}."""
     sources: list[tuple[str, list[tuple[str, Path]], str]] = []
@@ -111,7 +137,9 @@ def make_class(root: Path, size: int) -> dict[str, str]:
             name = f"{index:03d}_{label}"
             (root / name).mkdir()
             for variable, path in files:
-                shutil.copy(path, root / name / f"{STEMS[variable]}.py")
+                stem = STEMS[variable]
+                text = as_submission(path.read_text(encoding="utf-8"), stem)
+                (root / name / f"{stem}.py").write_text(text, encoding="utf-8")
         expected[name] = verdict
         index += 1
     return expected

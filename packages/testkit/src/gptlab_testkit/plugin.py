@@ -135,8 +135,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "gptlab-session")
     if session.runs_tests:
         set_memory_limit(config.getoption("--gptlab-memory-limit"))
-    # Tiny models run fastest on one intra-op thread, and suites run side by side.
-    if "OMP_NUM_THREADS" not in os.environ:
+    # Tiny models run fastest on one intra-op thread, and suites run side by side; a
+    # fork pool needs it (a thread pool does not survive fork: OpenMP can hang there).
+    if "OMP_NUM_THREADS" not in os.environ or _pool_workers(config):
         import torch
 
         torch.set_num_threads(1)

@@ -124,6 +124,12 @@ def warm_up() -> None:
     for name in (*_PRELOAD, *references):
         with contextlib.suppress(ImportError):  # a venv without that package
             importlib.import_module(name)
+    # Also when torch came in before the variable was set (this package imports it):
+    # a run that used a thread pool of 2+ would fork test processes that can hang in
+    # their first parallel op (OpenMP is not fork-safe).
+    import torch
+
+    torch.set_num_threads(1)
     _warm = True
 
 
