@@ -154,24 +154,34 @@ def bench_class(size: int, jobs: int) -> dict[str, object]:
         command = ["nox", "-R", "-s", "grade", "--", "--submissions", str(submissions)]
         command += ["--jobs", str(jobs), "--workers", "1", "--out", str(out)]
         record = measure(command)
-        payload = json.loads((out / "class.json").read_text())
-        got = {row["name"]: row["verdict"] for row in payload["submissions"]}
-        wrong = {
-            name: (got.get(name), want) for name, want in expected.items() if got.get(name) != want
-        }
-        seconds = sorted(row["seconds"] for row in payload["submissions"])
-        record.update(
-            submissions=len(expected),
-            verdicts_as_expected=len(expected) - len(wrong),
-            wrong=wrong,
-            per_submission_median_s=seconds[len(seconds) // 2],
-            per_submission_max_s=seconds[-1],
-            kinds={
-                kind: sum(name.split("_")[1] == kind for name in expected)
-                for kind in ("bad", "hostile", "good", "folder")
-            },
-        )
+        record.update(class_record(expected, out / "class.json"))
         return record
+
+
+def class_record(expected: dict[str, str], class_json: Path) -> dict[str, object]:
+    """Verdicts against the expected ones, and per-submission seconds, of a class run."""
+    payload = json.loads(class_json.read_text())
+    got = {row["name"]: row["verdict"] for row in payload["submissions"]}
+    notes = {row["name"]: row["note"] for row in payload["submissions"]}
+    wrong = {
+        name: (got.get(name), want, notes.get(name, ""))
+        for name, want in expected.items()
+        if got.get(name) != want
+    }
+    seconds = sorted(row["seconds"] for row in payload["submissions"])
+    candidate_errors = sorted(n for n, note in notes.items() if note.startswith("candidate error"))
+    return {
+        "submissions": len(expected),
+        "verdicts_as_expected": len(expected) - len(wrong),
+        "wrong": wrong,
+        "candidate_errors": candidate_errors,
+        "per_submission_median_s": seconds[len(seconds) // 2],
+        "per_submission_max_s": seconds[-1],
+        "kinds": {
+            kind: sum(name.split("_")[1] == kind for name in expected)
+            for kind in ("bad", "hostile", "good", "folder")
+        },
+    }
 
 
 def render(results: dict[str, dict[str, object]], baseline: dict[str, object]) -> str:
@@ -229,16 +239,45 @@ def write_report(section: str) -> None:
     REPORT.write_text(text, encoding="utf-8")
 
 
+def recorded_class_run(folder: Path) -> dict[str, object]:
+    expected = json.loads((folder / "expected.json").read_text())
+    log = (folder / "run.log").read_text().splitlines()
+    loads = [
+        float(line.split("load average:")[1].split(",")[0])
+        for line in log
+        if "load average" in line
+    ]
+    timing = next(line for line in log if " s wall " in line).split()
+    record: dict[str, object] = {
+        "command": "nox -R -s grade -- --submissions DIR --jobs 2 --workers 1",
+        "wall_s": float(timing[0]),
+        "cpu_s": round(float(timing[3]) + float(timing[5]), 1),
+        "load_before": loads[0],
+        "load_after": loads[-1],
+    }
+    record.update(class_record(expected, folder / "out" / "class.json"))
+    return record
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="single,folder,class")
     parser.add_argument("--class-size", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--baseline", type=Path, help="JSON {target: 'before' cell text}")
+    parser.add_argument(
+        "--class-run",
+        type=Path,
+        help="record a class run made by hand: DIR/expected.json, DIR/out/class.json and "
+        "DIR/run.log (uptime, /usr/bin/time -f '%%e s wall %%U user %%S sys', uptime)",
+    )
     args = parser.parse_args(argv)
     chosen = [part for part in args.only.split(",") if part]
     results: dict[str, dict[str, object]] = {}
     nox = ["nox", "-R", "-s", "grade", "--"]
+    if args.class_run:
+        chosen = [key for key in chosen if key != "class"]
+        results["class"] = recorded_class_run(args.class_run)
     for key in chosen:
         print(f"bench.grading: {key} ...", flush=True)
         if key == "single":

@@ -311,7 +311,9 @@ def main(argv: list[str]) -> int:
             )
     fewest = sorted(verdicts, key=lambda v: (v.catches, v.candidate.path.stem))[:8]
     print("\nfewest catches: " + ", ".join(f"{v.candidate.path.stem} {v.catches}" for v in fewest))
-    floor = f"each must fail >= {args.min_catches} tests ({args.floor}d)"
+    floor = f"each must fail >= {args.min_catches} tests, " + (
+        "enforced" if args.floor == "enforce" else "reported only"
+    )
     if below:
         names = ", ".join(f"{v.candidate.path.stem} ({v.catches})" for v in below)
         print(f"below the floor of {args.min_catches} catches: {names}")
