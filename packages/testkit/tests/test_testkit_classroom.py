@@ -1,8 +1,8 @@
 """Grading a class: shard slicing, the class table, merging shards, bad input, one real run.
 
 Most tests replace the per-submission grader with synthetic records (no
-subprocess); the last one grades a small submissions folder for real against a toy
-suite written to a temporary repository, so it needs no gptlab package.
+grading run); the last one grades a small submissions folder for real against a
+toy suite written to a temporary repository, so it needs no gptlab package.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import re
-import sys
 import textwrap
 import time
 from collections.abc import Sequence
@@ -23,6 +22,7 @@ from gptlab_testkit import classroom
 from gptlab_testkit.classroom import Submission, parse_shard, read_shards, shard_of
 from gptlab_testkit.grade import main as grade_main
 from gptlab_testkit.results import TestResult
+from gptlab_testkit.suites import ForkedRun, SuiteRun
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -229,9 +229,15 @@ def test_a_broken_grading_process_makes_the_class_run_fail(
 
 SLEEPER = """
 import subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-print(child.pid, flush=True)
-time.sleep(120)
+from pathlib import Path
+import pytest
+
+@pytest.mark.extension
+@pytest.mark.owner("grading")
+def test_sleeps():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    Path({pid_file!r}).write_text(str(child.pid))
+    time.sleep(120)
 """
 
 
@@ -241,89 +247,80 @@ def _gone(pid: int) -> bool:
 
 
 def test_submission_time_limit_stops_the_whole_process_group(tmp_path: Path) -> None:
-    log = tmp_path / "sleeper.log"
-    assert classroom._run_grade([sys.executable, "-c", SLEEPER], log, limit=5) is None
-    grandchild = int(log.read_text().split()[0])
+    pid_file = tmp_path / "grandchild.pid"
+    suite = tmp_path / "test_sleeper.py"
+    suite.write_text(SLEEPER.format(pid_file=str(pid_file)))
+    run = ForkedRun([str(suite)], {}, ["--timeout=0"], limit=8).wait()
+    assert run.problem == "ran past its time limit of 8 s and was stopped"
+    grandchild = int(pid_file.read_text())
     deadline = time.monotonic() + 10
     while not _gone(grandchild) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _gone(grandchild)
 
 
-def test_a_submission_past_its_time_limit_is_a_broken_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(classroom, "_run_grade", lambda command, log, limit: None)
-    (tmp_path / "slow").mkdir()
-    (tmp_path / "slow.log").write_text("bringing up nodes...\n")
-    row = classroom.grade_submission(tmp_path / "slow", [], tmp_path / "slow.log", 7.0)
+def test_a_submission_past_its_time_limit_is_a_broken_row() -> None:
+    run = SuiteRun(
+        -9, [], "bringing up nodes...\n", "ran past its time limit of 7 s and was stopped"
+    )
+    row = classroom.submission_from("slow", run, {}, 7.0)
     assert (row.status, row.returncode) == ("broken", None)
     assert row.note == "grading ran past the --submission-timeout of 7 s and was stopped"
 
 
-def fake_run_grade(log_text: str, report: dict[str, object] | None) -> object:
-    """A stand-in for the grading process: writes its log and (unless None) its --json."""
-
-    def run_grade(command: list[str], log: Path, limit: float | None) -> int:
-        log.write_text(log_text)
-        if report is not None:
-            Path(command[command.index("--json") + 1]).write_text(json.dumps(report))
-        return 4
-
-    return run_grade
-
-
-# Under xdist a candidate that does not import shows as the CandidateError a worker raised.
+# How a candidate that does not import shows in the run's output (the plugin's exit).
 CANDIDATE_ERROR_LOG = (
-    "bringing up nodes...\n"
-    "E   gptlab_testkit.candidates.CandidateError: KV_CACHE_MODULE=/x/kv_cache.py: module could"
-    " not be imported: ImportError: cannot import name 'KVCache' (kv_cache.py:5)\n"
+    "!!! candidate error: KV_CACHE_MODULE=a.py: module 'a' does not define 'KVCache' !!!\n"
 )
 
 
 @pytest.mark.parametrize(
-    ("log", "report", "status", "note"),
+    ("run", "status", "returncode", "note"),
     [
         (
-            CANDIDATE_ERROR_LOG,
-            {"modules": {KV: "/x/kv_cache.py"}, "returncode": 4, "tests": []},
+            SuiteRun(4, [], CANDIDATE_ERROR_LOG),
             "graded",
-            "candidate error: KV_CACHE_MODULE=/x/kv_cache.py: module could not be imported: "
-            "ImportError: cannot import name 'KVCache' (kv_cache.py:5)",
-        ),
-        (
-            "!!! candidate error: KV_CACHE_MODULE=a.py: module 'a' does not define 'KVCache' !!!\n",
-            {"modules": {KV: "a.py"}, "returncode": 4, "tests": []},
-            "graded",
+            4,
             "candidate error: KV_CACHE_MODULE=a.py: module 'a' does not define 'KVCache'",
         ),
         (
-            "collecting ...\nSegmentation fault\n",
-            None,
-            "broken",
-            "grading process broke (exit 4): Segmentation fault",
+            SuiteRun(-11, [], "collecting ...\n", "the process importing KV=a.py died (exit -11)"),
+            "graded",
+            -11,
+            "candidate error: the process importing KV=a.py died (exit -11)",
         ),
         (
-            "half a report\n",
-            {"modules": {}},
+            SuiteRun(-9, [], "", "importing KV=a.py did not finish within 120 s"),
+            "graded",
+            -9,
+            "candidate error: importing KV=a.py did not finish within 120 s",
+        ),
+        (
+            SuiteRun(3, [], "INTERNALERROR> boom\n"),
             "broken",
-            "grading process broke (exit 4): half a report",
+            3,
+            "grading process broke (exit 3): INTERNALERROR> boom",
         ),
     ],
 )
 def test_a_run_without_tests_says_why(
-    log: str,
-    report: dict[str, object] | None,
-    status: str,
-    note: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    run: SuiteRun, status: str, returncode: int, note: str
 ) -> None:
-    monkeypatch.setattr(classroom, "_run_grade", fake_run_grade(log, report))
-    (tmp_path / "attempt").mkdir()
-    row = classroom.grade_submission(tmp_path / "attempt", [], tmp_path / "attempt.log")
-    assert (row.status, row.returncode, row.note) == (status, 4, note)
+    row = classroom.submission_from("attempt", run, {KV: "a.py"}, None)
+    assert (row.status, row.returncode, row.note) == (status, returncode, note)
     assert row.verdict == ("FAIL" if status == "graded" else "broken")
+
+
+ENVIRONMENT = """
+import os
+import pytest
+
+@pytest.mark.extension
+@pytest.mark.owner("grading")
+def test_environment():
+    assert os.environ.get("KV_CACHE_MODULE") is None
+    assert os.environ["GPTLAB_UNRELATED"] == "kept"
+"""
 
 
 def test_the_callers_module_variables_do_not_reach_a_submission(
@@ -331,10 +328,10 @@ def test_the_callers_module_variables_do_not_reach_a_submission(
 ) -> None:
     monkeypatch.setenv(KV, "somebody_elses_attempt.py")
     monkeypatch.setenv("GPTLAB_UNRELATED", "kept")
-    show = "import os; print(os.environ.get('KV_CACHE_MODULE'), os.environ['GPTLAB_UNRELATED'])"
-    log = tmp_path / "env.log"
-    assert classroom._run_grade([sys.executable, "-c", show], log, limit=None) == 0
-    assert log.read_text() == "None kept\n"
+    suite = tmp_path / "test_env.py"
+    suite.write_text(ENVIRONMENT)
+    run = ForkedRun([str(suite)], {}, [], clear_variables=True).wait()
+    assert run.returncode == 0, run.output
 
 
 @pytest.mark.parametrize(
@@ -388,7 +385,17 @@ def test_cache_keeps_its_capacity():
     assert kv.KVCache(4).capacity == 4
 """
 
-# One graded attempt: each costs a grading process, ~20 s of CPU (mostly importing torch).
+UNSEEING_SUITE = """
+import pytest
+
+
+@pytest.mark.contract
+@pytest.mark.owner("tying")
+def test_would_fail_if_it_ran():
+    assert False
+"""
+
+# One graded attempt: a run forked from the (warm) class process.
 OFF_BY_ONE = """
 def append_kv_cache(a, b):
     return a + b + 1
@@ -400,13 +407,17 @@ class KVCache:
 """
 
 
-def test_a_class_is_graded_one_process_per_submission(
+def test_a_class_is_graded_one_forked_run_per_submission(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repository = tmp_path / "repo"  # grade runs the suites of the current directory
     tests = repository / "packages" / "kv_cache" / "tests"
     tests.mkdir(parents=True)
     (tests / "test_toy.py").write_text(textwrap.dedent(TOY_SUITE))
+    # A suite that cannot see the candidate: selection leaves it to the reference's verdict.
+    other = repository / "packages" / "tinygpt" / "tests"
+    other.mkdir(parents=True)
+    (other / "test_blind.py").write_text(UNSEEING_SUITE)
     root = tmp_path / "class"
     (root / "off_by_one").mkdir(parents=True)
     (root / "off_by_one" / "kv_cache.py").write_text(OFF_BY_ONE)
@@ -429,4 +440,7 @@ def test_a_class_is_graded_one_process_per_submission(
     assert wrong["modules"][KV] == str((root / "off_by_one" / "kv_cache.py").resolve())
     reasons = [test["reason"] for test in wrong["tests"] if test["outcome"] == "failed"]
     assert reasons == ["assert 6 == 5"]
-    assert "gptlab scorecard" in (out / "logs" / "off_by_one.log").read_text()
+    log = (out / "logs" / "off_by_one.log").read_text()
+    assert "gptlab scorecard" in log
+    assert re.search(r"tinygpt +- +- +- +reference, not re-run", log), log
+    assert {test["package"] for test in wrong["tests"]} == {"kv_cache"}

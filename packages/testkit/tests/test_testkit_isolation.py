@@ -124,3 +124,45 @@ def test_grade_runs_the_candidate_from_a_scratch_directory(tmp_path: Path) -> No
     run = run_pytest([str(suite)], {}, ["-p", "no:cacheprovider"], cwd=tmp_path, scratch_cwd=True)
     assert run.returncode == 0, run.output
     assert not (tmp_path / "litter.txt").exists()
+
+
+PROTECTIONS = """
+import os
+import pytest
+from gptlab_testkit import candidate, isolation
+
+kv = candidate("KV_CACHE_MODULE")
+
+
+@pytest.mark.contract
+@pytest.mark.owner("fixed_capacity_storage")
+def test_protections(request):
+    option = request.config.option
+    seen = (option.timeout, option.gptlab_memory_limit, option.gptlab_workers > 0)
+    assert seen == {expected}, seen
+    assert isolation.IN_POOL_WORKER is {expected}[2]
+    assert (os.getcwd() == {here!r}) is not {expected}[2]
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), (60.0, 4096, True)),  # a candidate swapped in: grade's defaults
+        (("--timeout=5", "--gptlab-workers=0", "--gptlab-memory-limit=0"), (5.0, 0, False)),
+    ],
+)
+def test_a_swapped_candidate_turns_the_grading_protections_on(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    expected: tuple[object, ...],
+) -> None:
+    attempt = pytester.path / "attempt.py"
+    attempt.write_text("def append_kv_cache():\n    pass\n\nclass KVCache:\n    pass\n")
+    monkeypatch.setenv("KV_CACHE_MODULE", str(attempt))
+    pytester.makepyfile(
+        test_protected=PROTECTIONS.format(expected=expected, here=str(pytester.path))
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    assert result.ret == 0, result.stdout.str()

@@ -7,6 +7,7 @@ test. A value is an importable module name or a path to a ``.py`` file.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import sys
@@ -184,9 +185,51 @@ def _record_use(variable: str) -> None:
         variables_used.setdefault(frame.f_code.co_filename, set()).add(variable)
 
 
-def variables_of(test_file: Path) -> tuple[str, ...]:
-    """Variables loaded by a test file or by a conftest.py in one of its folders."""
+# Helpers of this package that load a variable for their caller.
+_LOADING_HELPERS = {"cache_aware_modules": "CACHE_AWARE_LM_MODULE"}
+
+
+@cache
+def named_variables(source_file: Path) -> frozenset[str]:
+    """Variables a file names in its source: a `candidate("KV_CACHE_MODULE")` call, any
+    other string equal to a variable's name, or a helper that loads one
+    (`cache_aware_modules`). Read without importing, so it holds for a test that loads
+    its candidate only while it runs, and for a file that was never collected.
+    """
+    try:
+        tree = ast.parse(source_file.read_text(encoding="utf-8"), filename=str(source_file))
+    except (OSError, SyntaxError, ValueError):
+        return frozenset(VARIABLES)  # unreadable: assume it sees every candidate
     found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in VARIABLES:
+            found.add(node.value)
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+        if isinstance(name, str) and name in _LOADING_HELPERS:
+            found.add(_LOADING_HELPERS[name])
+    return frozenset(found)
+
+
+def _conftests_above(test_file: Path) -> list[Path]:
+    return [folder / "conftest.py" for folder in test_file.resolve().parents]
+
+
+def static_variables_of(test_file: Path) -> frozenset[str]:
+    """Variables a test file or a conftest.py in one of its folders names (see above)."""
+    found = set(named_variables(test_file.resolve()))
+    for conftest in _conftests_above(test_file):
+        if conftest.is_file():
+            found |= named_variables(conftest)
+    return frozenset(found)
+
+
+def variables_of(test_file: Path) -> tuple[str, ...]:
+    """Variables a test exercises: those its file or a conftest.py in one of its folders
+    loaded while being imported, and those they name in their source (a load that
+    happens only while a test runs). One record, used twice: by the stop list (whom to
+    stop when a test hangs) and by grade's selection (which tests can see a candidate).
+    """
+    found: set[str] = set(static_variables_of(test_file))
     for filename, variables in variables_used.items():
         path = Path(filename)
         if path == test_file or (
@@ -194,6 +237,36 @@ def variables_of(test_file: Path) -> tuple[str, ...]:
         ):
             found |= variables
     return tuple(sorted(found))
+
+
+# pytest's norecursedirs of this repository (pyproject.toml) that could hold test files.
+_SKIPPED_FOLDERS = {"known_bad", "faithful", "build", "dist", "venv", "node_modules"}
+
+
+def suite_files(paths: list[str] | tuple[str, ...]) -> list[Path]:
+    """The test_*.py files pytest would collect from these folders or files, sorted."""
+    files: list[Path] = []
+    for entry in map(Path, paths):
+        if entry.is_file():
+            files.append(entry)
+        elif entry.is_dir():
+            files += sorted(
+                path
+                for path in entry.rglob("test_*.py")
+                if not _SKIPPED_FOLDERS & set(path.relative_to(entry).parts[:-1])
+                and not any(part.startswith(".") for part in path.relative_to(entry).parts)
+            )
+    return files
+
+
+def select_test_files(paths: list[str] | tuple[str, ...], swapped: set[str]) -> list[str]:
+    """The test files (under `paths`) that can see at least one swapped variable.
+
+    A test reaches an implementation only through its variable, so a file that never
+    names one of the swapped variables (nor has a conftest.py that does) gives the
+    references' verdict whatever the candidate: it need not run again.
+    """
+    return [str(path) for path in suite_files(paths) if static_variables_of(path) & swapped]
 
 
 def candidate(variable: str) -> ModuleType:

@@ -7,13 +7,14 @@
 
 Every subfolder of DIR (sorted by name; hidden and `_` ones skipped) is one
 submission: a seed-style attempt folder or a set of package files, mapped as
-`grade FOLDER` maps them. Each is graded by its own `python -m gptlab_testkit.grade
-FOLDER --json ...` process (itself running the tests in isolated workers), from the
-current directory (the repository root), in a process group of its own, without
-the caller's *_MODULE variables, with --timeout, --memory-limit, --workers and the
-pytest args passed through. A folder where no module maps is a row saying so.
---submission-timeout (default 1800 s, 0: none) stops a submission's whole grading,
-for what the per-test limit cannot stop (a candidate hanging while imported).
+`grade FOLDER` maps them, and graded as `grade FOLDER` grades it (selection, fork
+pool, limits). This process imports torch and the references once; each
+submission's run is forked from it (the warm start `grade` uses), from the current
+directory (the repository root), in a process group of its own, without the
+caller's *_MODULE variables, with --timeout, --memory-limit, --workers, --full and
+the pytest args applied. A folder where no module maps is a row saying so.
+--submission-timeout (default 1800 s, 0: none) stops a submission's whole grading;
+a candidate that hangs or dies while imported is a FAIL row saying so.
 
 Written into OUT (default ./grade-results):
   class.md    the class table: per submission its verdict, per package passed/failed
@@ -26,7 +27,8 @@ Written into OUT (default ./grade-results):
 --shard I/N grades only submissions I, I+N, I+2N, ... (1-based, of the sorted
 names), so N machines can each take one slice; `merge` joins the shards' class.json
 files into the table one unsharded run writes. --jobs N grades N submissions side
-by side (default 1; each already uses --workers test processes).
+by side (default 1; each uses --workers test processes: on 2 cores, --jobs 2
+--workers 1 keeps both busy).
 
 Exit status: 0 when every submission was graded, whatever the verdicts (it is a
 class report); 1 when a submission's grading process itself broke (it wrote no
@@ -37,19 +39,12 @@ results, ran past --submission-timeout, or pytest reported an internal error);
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import io
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -58,7 +53,7 @@ from tqdm import tqdm
 
 from .candidates import VARIABLES, folder_assignments
 from .results import TestResult, records_payload, results_from
-from .suites import RUNTIME_PACKAGES
+from .suites import RUNTIME_PACKAGES, SuiteRun, side_by_side, warm_up
 
 USAGE = __doc__ or ""
 DEFAULT_OUT = "grade-results"
@@ -178,63 +173,61 @@ def _note_from_log(log: str, returncode: int) -> str:
     return f"no test ran (exit {returncode})" + (f": {lines[-1]}" if lines else "")
 
 
-# Process groups of the grading processes now running, killed whole on a time limit
-# or when the class run itself is interrupted (they run in sessions of their own).
-_running: set[int] = set()
+def submission_from(
+    name: str, run: SuiteRun, modules: dict[str, str], limit: float | None
+) -> Submission:
+    """The class row of one finished grading run."""
+    if run.problem.startswith("ran past its time limit"):
+        note = f"grading ran past the --submission-timeout of {limit or 0:g} s and was stopped"
+        return Submission(name, "broken", None, modules, note=note, seconds=run.seconds)
+    if run.problem and not run.results and run.returncode != PYTEST_INTERNAL_ERROR:
+        note = f"candidate error: {run.problem}"
+        return Submission(name, "graded", run.returncode, modules, note=note, seconds=run.seconds)
+    if run.returncode == PYTEST_INTERNAL_ERROR or (run.problem and run.returncode not in (0, 1)):
+        last = next((line for line in reversed(run.output.splitlines()) if line.strip()), "")
+        note = f"grading process broke (exit {run.returncode}): {run.problem or last.strip()}"
+        return Submission(name, "broken", run.returncode, modules, note=note, seconds=run.seconds)
+    note = "" if run.results else _note_from_log(run.output, run.returncode)
+    return Submission(name, "graded", run.returncode, modules, run.results, note, run.seconds)
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+class PendingSubmission:
+    """A submission's grading run, forked from this warm process; poll() gives its row."""
 
+    def __init__(
+        self, folder: Path, grade_args: Sequence[str], log_path: Path, limit: float | None
+    ) -> None:
+        from .grade import _options as grade_options
+        from .grade import grade_run, parse_assignments, selection
 
-def _run_grade(command: list[str], log_path: Path, limit: float | None) -> int | None:
-    """Exit status of `command` (output to `log_path`), or None when it ran past `limit`."""
-    # A caller's *_MODULE variables must not swap modules into every submission.
-    env = {key: value for key, value in os.environ.items() if key not in VARIABLES}
-    with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        own = list(grade_args[: grade_args.index("--")] if "--" in grade_args else grade_args)
+        pytest_args = list(grade_args[grade_args.index("--") + 1 :]) if "--" in grade_args else []
+        options = grade_options(own)
+        assignments = parse_assignments([str(folder.resolve())])
+        paths, ladder = selection(Path.cwd(), assignments, options.full)
+        self.name = folder.name
+        self.limit = limit
+        self.modules = {
+            name: assignments.get(name, variable.default_module)
+            for name, variable in VARIABLES.items()
+        }
+        self.run = grade_run(
+            paths, assignments, options, pytest_args, ladder, log=log_path, limit=limit
         )
-        _running.add(process.pid)
-        try:
-            return process.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill_group(process.pid)  # grade, its pytest and the pytest workers
-            process.wait()
-            return None
-        finally:
-            _running.discard(process.pid)
+
+    def poll(self) -> Submission | None:
+        run = self.run.poll()
+        return None if run is None else submission_from(self.name, run, self.modules, self.limit)
+
+    def kill(self) -> None:
+        self.run.kill()
 
 
 def grade_submission(
     folder: Path, grade_args: Sequence[str], log_path: Path, limit: float | None = None
-) -> Submission:
-    """Run `grade FOLDER --json` in its own process group; its output goes to `log_path`."""
-    with tempfile.TemporaryDirectory(prefix="gptlab-class-") as scratch:
-        report = Path(scratch) / f"{folder.name}.json"
-        command = [sys.executable, "-m", "gptlab_testkit.grade", str(folder.resolve())]
-        command += ["--json", str(report), *grade_args]
-        started = time.monotonic()
-        returncode = _run_grade(command, log_path, limit)
-        seconds = time.monotonic() - started
-        output = log_path.read_text(encoding="utf-8", errors="replace")
-        try:
-            payload = json.loads(report.read_text(encoding="utf-8"))
-            tests = results_from(payload["tests"])
-        except (OSError, ValueError, KeyError, TypeError):
-            last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
-            if returncode is None:
-                note = f"grading ran past the --submission-timeout of {limit:g} s and was stopped"
-            else:
-                note = f"grading process broke (exit {returncode}): {last.strip()}"
-            return Submission(folder.name, "broken", returncode, note=note, seconds=seconds)
-    returncode = int(payload["returncode"])
-    status: Status = "broken" if returncode == PYTEST_INTERNAL_ERROR else "graded"
-    note = "" if tests else _note_from_log(output, returncode)
-    return Submission(
-        folder.name, status, returncode, dict(payload["modules"]), tests, note, seconds
-    )
+) -> Submission | PendingSubmission:
+    """Start grading one submission (what `grade FOLDER` does) from this warm process."""
+    return PendingSubmission(folder, grade_args, log_path, limit)
 
 
 def not_graded(folder: Path) -> Submission:
@@ -243,29 +236,23 @@ def not_graded(folder: Path) -> Submission:
     return Submission(folder.name, "not graded", note=note)
 
 
-Grader = Callable[[Path], Submission]
+Grader = Callable[[Path], Submission | PendingSubmission]
 
 
 def grade_all(folders: Sequence[Path], grader: Grader, jobs: int) -> list[Submission]:
-    """Grade every folder (`jobs` side by side) under a progress bar; sorted by name."""
+    """Grade every folder (`jobs` side by side) under a progress bar; sorted by name.
+
+    A grader returns the row, or a pending run (`poll()`, `kill()`) that gives it later;
+    every run is forked from this one thread (see `suites.side_by_side`).
+    """
     done: list[Submission] = []
-    with (
-        ThreadPoolExecutor(max_workers=jobs) as pool,
-        tqdm(total=len(folders), desc="grading", unit="submission", file=sys.stderr) as bar,
-    ):
-        futures = [pool.submit(grader, folder) for folder in folders]
-        try:
-            for future in as_completed(futures):
-                submission = future.result()
-                done.append(submission)
-                bar.write(f"{submission.name}: {submission.verdict} ({submission.seconds:.0f} s)")
-                bar.update()
-        except BaseException:  # Ctrl-C: no grading process may outlive the class run
-            for future in futures:
-                future.cancel()
-            for pgid in list(_running):
-                _kill_group(pgid)
-            raise
+    tqdm.monitor_interval = 0  # no monitor thread: runs are forked from this process
+    with tqdm(total=len(folders), desc="grading", unit="submission", file=sys.stderr) as bar:
+        starts = [lambda folder=folder: grader(folder) for folder in folders]
+        for _, submission in side_by_side(starts, jobs):
+            done.append(submission)
+            bar.write(f"{submission.name}: {submission.verdict} ({submission.seconds:.0f} s)")
+            bar.update()
     return sorted(done, key=lambda submission: submission.name)
 
 
@@ -419,6 +406,7 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float)
     parser.add_argument("--memory-limit", type=int)
     parser.add_argument("--workers", type=int)
+    parser.add_argument("--full", action="store_true")
     try:
         options = parser.parse_args(argv)
     except SystemExit:  # argparse has printed what was wrong
@@ -441,6 +429,8 @@ def _passed_through(options: argparse.Namespace, pytest_args: list[str]) -> list
         args += ["--memory-limit", str(options.memory_limit)]
     if options.workers is not None:
         args += ["--workers", str(options.workers)]
+    if options.full:
+        args += ["--full"]
     return [*args, "--", *pytest_args] if pytest_args else args
 
 
@@ -471,12 +461,13 @@ def grade_class(argv: list[str], pytest_args: list[str]) -> int:
     logs = options.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
 
-    def grader(folder: Path) -> Submission:
+    def grader(folder: Path) -> Submission | PendingSubmission:
         if not folder_assignments(folder):
             return not_graded(folder)
         limit = options.submission_timeout or None
         return grade_submission(folder, grade_args, logs / f"{folder.name}.log", limit)
 
+    warm_up()  # once: every submission's run is forked from here
     submissions = grade_all(folders, grader, options.jobs)
     write_class(options.out, submissions, class_payload(submissions, settings, **payload_extra))
     print(f"class table: {options.out / 'class.md'} ({len(submissions)} submissions)")

@@ -9,20 +9,31 @@ Prints which module is graded for every variable, then the contract suites'
 scorecard (per package, per tier for tinygpt), then each failure's owner and
 repair target. Exit status is pytest's (non-zero when anything failed).
 
-The candidate's code runs with your rights. Each test runs in a pytest-xdist
-worker from a scratch working directory, under a per-test time limit and a memory
-limit; a test that hangs, exits its process, aborts or crashes fails and is routed
-like any other, and the rest of the suite still runs.
+With candidates swapped in, only the tests that can see one run: those whose file
+(or a conftest.py above it) names a swapped variable (`candidates.variables_of`,
+the record the stop list uses). Every other test gives the references' verdict
+whatever the candidate; the scorecard lists its package as `reference, not re-run`.
+`--full` runs every contract test anyway; with no candidate the whole ladder runs.
+
+The candidate's code runs with your rights. This process imports torch and the
+references once; the run is forked from it, imports the candidates while collecting
+(bounded in time), and forks its test processes from there (`isolation.ForkPool`).
+Each test runs from a scratch working directory, under a per-test time limit and a
+memory limit; a test that hangs, exits its process, aborts or crashes fails and is
+routed like any other, and the rest of the suite still runs.
 
 Options (before any `--`):
   --timeout SECONDS     per-test time limit (default 60)
   --memory-limit MIB    address-space limit of each test process (default 4096; 0: none)
   --workers N           test processes side by side (default: CPU count, at most 4)
+  --full                run every contract test, also those that cannot see a candidate
   --json PATH           every test as JSON: package, tiers, owner, kind, outcome,
                         duration, one-line reason (the scorecard is computed from it)
   --junitxml PATH       pytest's JUnit XML
+  --gradescope PATH     Gradescope's autograder results.json (one test per owner)
 
-A whole class: `--submissions DIR [--shard I/N] [--out OUT]` and `merge OUT A.json ...`
+A whole class: `--submissions DIR [--shard I/N] [--out OUT] [--jobs N]` and
+`merge OUT A.json ...`
 (see `python -m gptlab_testkit.classroom -h`).
 """
 
@@ -30,24 +41,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments
+from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments, select_test_files
+from .plugin import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
 from .reporting import graded_modules, module_lines
-from .results import write_report
-from .suites import run_pytest, suite_paths
+from .results import package_of, write_gradescope, write_report
+from .suites import ForkedRun, SuiteRun, suite_paths, warm_up
 
-# The slowest honest contract test takes a few seconds on a 2-core machine; the limit
-# leaves a wide margin for slower or busier machines.
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_MEMORY_MIB = 4096
-
-
-def default_workers() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+__all__ = ["DEFAULT_MEMORY_MIB", "DEFAULT_TIMEOUT_S", "default_workers"]
 
 
 USAGE = __doc__ or ""
@@ -117,8 +120,10 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
     parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_MIB)
     parser.add_argument("--workers", type=int, default=default_workers())
+    parser.add_argument("--full", action="store_true")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--junitxml", type=Path)
+    parser.add_argument("--gradescope", type=Path)
     options = parser.parse_args(argv)
     if options.timeout <= 0:
         raise UsageError(f"--timeout must be > 0 seconds, got {options.timeout:g}")
@@ -129,47 +134,35 @@ def _options(argv: list[str]) -> argparse.Namespace:
     return options
 
 
-# Importing a candidate also imports torch and the project's packages.
+# Collection imports the candidates; the run waits this long past the per-test limit
+# for it (a module that hangs or ends its process while imported gets no verdict).
 IMPORT_ALLOWANCE_S = 60.0
 
 
-def import_problem(assignments: dict[str, str], timeout: float) -> str | None:
-    """Import the candidates once in a throwaway process, bounded in time.
+def swapped_variables(assignments: dict[str, str]) -> set[str]:
+    return {v for v, module in assignments.items() if module != VARIABLES[v].default_module}
 
-    The per-test limit does not cover collection, where candidates are imported: a
-    module that hangs or ends its process while being imported would stop grading
-    with no verdict. Ordinary import errors are left to pytest's one-line report.
-    """
-    if not assignments:
-        return None
-    names = ", ".join(f"{variable}={module}" for variable, module in assignments.items())
-    limit = timeout + IMPORT_ALLOWANCE_S
-    code = "import sys\nfrom gptlab_testkit.candidates import load_candidate\n" + "".join(
-        f"try:\n    load_candidate({variable!r})\nexcept Exception:\n    pass\n"
-        for variable in assignments
-    )
-    with tempfile.TemporaryDirectory(prefix="gptlab-import-") as scratch:
-        try:
-            completed = subprocess.run(
-                [sys.executable, "-c", code],
-                env={**os.environ, **assignments},
-                cwd=scratch,
-                capture_output=True,
-                timeout=limit,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return f"importing {names} did not finish within {limit:g} s"
-    if completed.returncode != 0:
-        return f"the process importing {names} died (exit status {completed.returncode})"
-    return None
+
+def selection(
+    root: Path, assignments: dict[str, str], full: bool = False
+) -> tuple[list[str], list[str]]:
+    """(test paths to run, packages left to the references' verdict) for these candidates."""
+    paths = suite_paths(root)
+    swapped = swapped_variables(assignments)
+    if full or not swapped:
+        return paths, []
+    return select_test_files(paths, swapped), ladder_packages(paths)
+
+
+def ladder_packages(paths: list[str]) -> list[str]:
+    """The package of every suite folder (the scorecard lists each)."""
+    return [package_of(Path(path) / "x") for path in paths]
 
 
 def grading_args(timeout: float, memory_limit: int, workers: int) -> list[str]:
     """pytest options that let a run survive its candidate (shared with the ladder)."""
     return [
-        f"--numprocesses={workers}",
-        "--max-worker-restart=1000",  # bounded by the plugin's stop list, not by xdist
+        f"--gptlab-workers={workers}",  # forked after collection (isolation.ForkPool)
         f"--timeout={timeout:g}",
         "--timeout-method=signal",
         f"--gptlab-memory-limit={memory_limit}",
@@ -197,35 +190,82 @@ def main(argv: list[str]) -> int:
         return 2
 
     os.environ.update(assignments)
-    stuck = import_problem(assignments, options.timeout)
-    if stuck:
-        print(f"grade: candidate error: {stuck}", file=sys.stderr)
-        return 4
     print("gptlab grade: modules graded")
     for line in module_lines():
         print("  " + line)
+    paths, ladder = selection(Path.cwd(), assignments, options.full)
+    if ladder:
+        print(f"\nselected: {len(paths)} test files that load a swapped variable (--full: all)")
     print(flush=True)
+    warm_up()
+    run = grade_run(paths, assignments, options, pytest_args, ladder).wait()
+    if run.problem:
+        print(f"grade: candidate error: {run.problem}", file=sys.stderr)
+    run.not_rerun = not_rerun(run, ladder)
+    write_outputs(options, run)
+    return 4 if run.problem and not run.results else run.returncode
+
+
+def grade_run(
+    paths: list[str],
+    assignments: dict[str, str],
+    options: argparse.Namespace,
+    pytest_args: list[str],
+    ladder: list[str],
+    *,
+    log: Path | None = None,
+    limit: float | None = None,
+) -> ForkedRun:
+    """One grading run, forked from this warm process (see ForkedRun)."""
     junit = [f"--junitxml={options.junitxml.resolve()}"] if options.junitxml else []
-    run = run_pytest(
-        suite_paths(Path.cwd()),
+    args = [
+        "-m",
+        "contract",
+        "-q",
+        "--tb=line",
+        "-rN",
+        "--gptlab-scorecard",
+        f"--gptlab-not-rerun={','.join(ladder)}",
+        *grading_args(options.timeout, options.memory_limit, options.workers),
+        *junit,
+        *pytest_args,
+    ]
+    names = ", ".join(f"{variable}={module}" for variable, module in assignments.items())
+    return ForkedRun(
+        paths,
         assignments,
-        [
-            "-m",
-            "contract",
-            "-q",
-            "--tb=line",
-            "-rN",
-            "--gptlab-scorecard",
-            *grading_args(options.timeout, options.memory_limit, options.workers),
-            *junit,
-            *pytest_args,
-        ],
-        capture=False,
-        scratch_cwd=True,
+        args,
+        log=log,
+        capture=log is not None,
+        clear_variables=log is not None,
+        import_limit=options.timeout + IMPORT_ALLOWANCE_S if assignments else None,
+        limit=limit,
+        describe=names,
     )
+
+
+def not_rerun(run: SuiteRun, ladder: list[str]) -> tuple[str, ...]:
+    """Packages of the ladder none of whose graded tests ran (they cannot see a candidate)."""
+    if not run.results:
+        return ()
+    ran = {result.package for result in run.results}
+    return tuple(package for package in ladder if package not in ran)
+
+
+def write_outputs(options: argparse.Namespace, run: SuiteRun) -> None:
     if options.json:
-        write_report(options.json, run.results, graded_modules(), returncode=run.returncode)
-    return run.returncode
+        write_report(
+            options.json,
+            run.results,
+            graded_modules(),
+            returncode=run.returncode,
+            not_rerun=list(run.not_rerun),
+            problem=run.problem,
+        )
+    if options.gradescope:
+        write_gradescope(
+            options.gradescope, run.results, graded_modules(), run.not_rerun, run.problem
+        )
 
 
 if __name__ == "__main__":

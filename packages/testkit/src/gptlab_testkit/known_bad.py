@@ -1,6 +1,7 @@
 """`nox -s known_bad`: prove the ladder catches every known-bad candidate.
 
     python -m gptlab_testkit.known_bad integration_tests/known_bad [-k SUBSTRING]
+                                       [--faithful DIR] [--jobs N] [--min-catches N]
 
 Each `bad_*.py` in the folder declares the variable it is swapped in through and
 the owner the ladder must route it to:
@@ -9,19 +10,30 @@ the owner the ladder must route it to:
     VARIABLE = "TINY_GPT_MODULE"
     EXPECTED_OWNER = "registration"
 
-Every candidate is graded like `grade` does (contract tests, fresh process) on
-the suite of the package it replaces. A candidate whose mistake breaks one of this
-project's extensions rather than CONTRACTS.md declares `SCOPE = "all"` and is
-graded on the whole suite, extension tests included. A hostile candidate (one that
-hangs, ends its process, aborts, segfaults or allocates without bound) declares
-`RUN = "isolated"` and is graded under `grade`'s own isolation (xdist worker,
-per-test time limit, memory limit). A candidate is caught when that suite
-fails and at least one failure is routed to EXPECTED_OWNER. The references must
-pass the same suites. Prints a table and `known-bad caught: N/M`.
+Every candidate is graded exactly as `grade` grades it, selection on: the contract
+tests of every test file that loads its variable (its package's suite, the suites
+that use it as a collaborator, the integration slice), run under grade's isolation
+(fork pool, per-test time limit, memory limit, stop list, scratch directory). So
+the ladder proves that selection drops no test that catches a candidate. A
+candidate whose mistake breaks one of this project's extensions rather than
+CONTRACTS.md declares `SCOPE = "all"` and is graded on extension tests too. A
+hostile candidate (one that hangs, ends its process, aborts, segfaults or allocates
+without bound) declares `RUN = "isolated"` and gets a 20 s per-test limit.
 
-`--faithful DIR` holds candidates that must pass: `good_*.py` files (graded on their
-package's contract suite and the slice) and seed-style attempt folders (every module
-the folder maps, graded together on their packages' contract suites and the slice).
+A candidate is caught when its run fails, at least one failure is routed to
+EXPECTED_OWNER, and at least `--min-catches` tests of its graded scope fail
+(default MIN_CATCHES = 3; `--min-catches 0` reports the counts without enforcing
+them): one test alone that catches a mistake is one edit away from catching
+nothing. The references must pass the suites of every candidate's package.
+Prints a table (tests failed, catches, owners hit, verdict), the candidates with
+the fewest catches, and `known-bad caught: N/M`.
+
+Every run is forked from this one process after torch and the references are
+imported (`suites.warm_up`), `--jobs` at a time (default: CPU count).
+
+`--faithful DIR` holds candidates that must pass: `good_*.py` files and seed-style
+attempt folders (every module the folder maps, graded together), each on the
+contract tests selection picks for its variables.
 """
 
 from __future__ import annotations
@@ -31,25 +43,27 @@ import ast
 import os
 import sys
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .candidates import VARIABLES, folder_assignments
-from .grade import grading_args
+from .candidates import VARIABLES, folder_assignments, select_test_files
+from .grade import DEFAULT_TIMEOUT_S, grading_args
 from .owners import OWNERS
 from .reporting import failed_owners, table
-from .suites import PytestPool, SuiteRun, run_pytest
+from .suites import ForkedRun, SuiteRun, side_by_side, suite_paths, warm_up
 
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
 SCOPES = {"contract": ("-m", "contract", *_QUIET_ARGS), "all": _QUIET_ARGS}
 # Hostile candidates: a short limit keeps the ladder quick; honest tests take seconds.
 ISOLATED_TIMEOUT_S = 20.0
-ISOLATED_MEMORY_MIB = 4096
-RUNS = {
-    "in-process": (),
-    "isolated": tuple(grading_args(ISOLATED_TIMEOUT_S, ISOLATED_MEMORY_MIB, workers=1)),
-}
+MEMORY_MIB = 4096
+TIMEOUTS = {"in-process": DEFAULT_TIMEOUT_S, "isolated": ISOLATED_TIMEOUT_S}
+RUNS = tuple(TIMEOUTS)
+# Each known-bad candidate must fail at least this many tests of its graded scope.
+MIN_CATCHES = 3
+# A run that takes longer than this is stopped (a candidate hanging while imported).
+RUN_LIMIT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -105,10 +119,24 @@ def read_known_bad(path: Path) -> KnownBad:
 class Verdict:
     candidate: KnownBad
     run: SuiteRun
+    min_catches: int = MIN_CATCHES
 
     @property
     def failed(self) -> int:
         return sum(result.outcome == "failed" for result in self.run.results)
+
+    @property
+    def catches(self) -> int:
+        """Failed tests of the graded scope: contract tests (or every test, SCOPE all)."""
+        return sum(
+            result.outcome == "failed"
+            and (self.candidate.scope == "all" or result.kind == "contract")
+            for result in self.run.results
+        )
+
+    @property
+    def routed(self) -> bool:
+        return self.run.returncode == 1 and self.candidate.expected_owner in self.owners
 
     @property
     def owners(self) -> set[str]:
@@ -116,12 +144,16 @@ class Verdict:
 
     @property
     def caught(self) -> bool:
-        return self.run.returncode == 1 and self.candidate.expected_owner in self.owners
+        return self.routed and self.catches >= self.min_catches
 
     @property
     def label(self) -> str:
         if self.caught:
             return "caught"
+        if self.routed:
+            return f"TOO FEW CATCHES ({self.catches} < {self.min_catches})"
+        if self.run.problem:
+            return f"ERROR ({self.run.problem})"
         if self.run.returncode not in (0, 1):
             return f"ERROR (pytest exit {self.run.returncode})"
         if self.run.returncode == 0:
@@ -135,11 +167,6 @@ class Faithful:
 
     path: Path
     modules: dict[str, Path]  # variable -> file (one for a good_*.py, several for a folder)
-
-    @property
-    def suites(self) -> list[str]:
-        packages = sorted(VARIABLES[variable].package for variable in self.modules)
-        return [str(Path("packages") / name / "tests") for name in packages] + ["integration_tests"]
 
     @property
     def env(self) -> dict[str, str]:
@@ -165,31 +192,19 @@ def faithful_candidates(folder: Path | None, only: str = "") -> list[Faithful]:
     return [read_faithful(path) for path in paths if only in path.stem]
 
 
-def _must_pass(
-    pool: PytestPool, suites: set[Path], faithful: list[Faithful]
-) -> list[tuple[str, Future[SuiteRun]]]:
-    """References pass every suite the ladder uses; faithful ones pass theirs and the slice."""
-    runs = [
-        (f"reference on {suite}", pool.submit([str(suite)], {}, SCOPES["all"]))
-        for suite in sorted(suites)
-    ]
-    for good in faithful:
-        label = f"faithful {good.path.name} on {' + '.join(good.suites)}"
-        runs.append((label, pool.submit(good.suites, good.env, SCOPES["contract"])))
-    return runs
+Start = Callable[[], ForkedRun]
 
 
-def _must_fail(
-    pool: PytestPool, threads: ThreadPoolExecutor, candidate: KnownBad
-) -> Future[SuiteRun]:
-    env = {candidate.variable: str(candidate.path.resolve())}
-    args = (*SCOPES[candidate.scope], *RUNS[candidate.run])
-    if candidate.run == "isolated":
-        # Exactly as grade runs it: a fresh interpreter driving xdist workers, not a fork
-        # of the pool's server (xdist's controller loses track of crashed workers there).
-        suite = str(candidate.suite.resolve())
-        return threads.submit(run_pytest, [suite], env, args, scratch_cwd=True)
-    return pool.submit([str(candidate.suite)], env, args)
+def _run(
+    paths: list[str], env: dict[str, str], scope: str, run: str, limit: float | None = RUN_LIMIT_S
+) -> Start:
+    args = [*SCOPES[scope], *grading_args(TIMEOUTS[run], MEMORY_MIB, workers=1)]
+    return lambda: ForkedRun(paths, env, args, import_limit=TIMEOUTS[run] + 60.0, limit=limit)
+
+
+def selected(root: Path, variables: set[str]) -> list[str]:
+    """The test files grade selects for these variables."""
+    return select_test_files(suite_paths(root), variables)
 
 
 def main(argv: list[str]) -> int:
@@ -200,6 +215,19 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--min-catches",
+        type=int,
+        default=MIN_CATCHES,
+        help=f"tests each candidate must fail (default {MIN_CATCHES}; 0: none)",
+    )
+    parser.add_argument(
+        "--floor",
+        choices=("enforce", "report"),
+        default="enforce",
+        help="enforce: a candidate below --min-catches fails the run (default); report: it "
+        "is listed as a warning",
+    )
     args = parser.parse_args(argv)
 
     paths = sorted(p for p in args.folder.glob("bad_*.py") if args.only in p.stem)
@@ -208,49 +236,94 @@ def main(argv: list[str]) -> int:
         return 2
     candidates = [read_known_bad(path) for path in paths]
     faithful = faithful_candidates(args.faithful, args.only)
+    root = Path.cwd()
 
     started = time.perf_counter()
-    problems: list[str] = []
-    verdicts: list[Verdict] = []
-    with PytestPool(args.jobs) as pool, ThreadPoolExecutor(max_workers=1) as threads:
-        passing = _must_pass(pool, {c.suite for c in candidates}, faithful)
-        failing = [(candidate, _must_fail(pool, threads, candidate)) for candidate in candidates]
-        print("must pass:", flush=True)
-        for label, future in passing:
-            run = future.result()
-            status = "pass" if run.returncode == 0 else f"FAIL (exit {run.returncode})"
-            print(f"  {status:<22} {label}", flush=True)
-            if run.returncode != 0:
-                problems.append(f"{label} must pass:\n{run.output[-3000:]}")
-        print("must be caught:", flush=True)
-        for candidate, future in failing:
-            verdict = Verdict(candidate, future.result())
-            verdicts.append(verdict)
-            print(f"  {verdict.label:<22} {candidate.path.stem}", flush=True)
+    warm_up()
+    # Longest first, so the last runs to end are short ones.
+    # The references pass every suite (extension tests too) of a candidate's package: one
+    # run per suite, so they spread over the jobs like the candidates.
+    must_pass: list[tuple[str, Start, int]] = []
+    for suite in sorted({str(c.suite) for c in candidates}):
+        start = _run([suite], {}, "all", "in-process", limit=None)
+        must_pass.append((f"reference on {suite}", start, 10**6))
+    for good in faithful:
+        files = selected(root, set(good.modules))
+        start = _run(files, good.env, "contract", "in-process")
+        must_pass.append((f"faithful {good.path.name} on {len(files)} files", start, len(files)))
+    must_fail: list[tuple[KnownBad, Start, int]] = []
+    for candidate in candidates:
+        files = selected(root, {candidate.variable})
+        env = {candidate.variable: str(candidate.path.resolve())}
+        must_fail.append((candidate, _run(files, env, candidate.scope, candidate.run), len(files)))
 
+    jobs: list[tuple[str, object, Start, int]] = [
+        ("pass", label, s, n) for label, s, n in must_pass
+    ]
+    jobs += [("fail", c, s, n) for c, s, n in must_fail]
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][3])
+    runs: dict[int, SuiteRun] = {}
+    for position, run in side_by_side([jobs[i][2] for i in order], args.jobs):
+        runs[order[position]] = run
+        _, what, _, _ = jobs[order[position]]
+        name = what if isinstance(what, str) else what.path.stem  # type: ignore[attr-defined]
+        print(f"  done in {run.seconds:5.1f} s: {name}", flush=True)
+
+    problems: list[str] = []
+    print("\nmust pass:")
+    for index, (label, _, _) in enumerate(must_pass):
+        run = runs[index]
+        status = (
+            "pass" if run.returncode == 0 and not run.problem else f"FAIL (exit {run.returncode})"
+        )
+        print(f"  {status:<22} {label}")
+        if status != "pass":
+            problems.append(f"{label} must pass: {run.problem}\n{run.output[-3000:]}")
+    verdicts = [
+        Verdict(candidate, runs[len(must_pass) + index], args.min_catches)
+        for index, (candidate, _, _) in enumerate(must_fail)
+    ]
+    below = [v for v in verdicts if v.routed and v.catches < args.min_catches]
     rows = [
         (
             v.candidate.path.stem.removeprefix("bad_"),
             v.candidate.expected_owner,
             v.candidate.scope,
             v.failed,
+            v.catches,
             ", ".join(sorted(v.owners)) or "-",
             v.label,
         )
         for v in verdicts
     ]
     print()
-    headers = ("candidate", "expected owner", "graded on", "tests failed", "owners hit", "verdict")
+    headers = (
+        "candidate", "expected owner", "graded on", "tests failed", "catches", "owners hit",
+        "verdict",
+    )  # fmt: skip
     for line in table(headers, rows):
         print(line)
     for verdict in verdicts:
-        if not verdict.caught:
+        if not verdict.caught and not (args.floor == "report" and verdict in below):
             problems.append(
                 f"{verdict.candidate.path.name} ({verdict.candidate.mistake}) was not caught"
-                f" by {verdict.candidate.suite}: {verdict.label}\n{verdict.run.output[-2000:]}"
+                f" with selection on: {verdict.label}\n{verdict.run.output[-2000:]}"
             )
-    caught = sum(v.caught for v in verdicts)
-    print(f"\nknown-bad caught: {caught}/{len(verdicts)}  ({time.perf_counter() - started:.0f} s)")
+    fewest = sorted(verdicts, key=lambda v: (v.catches, v.candidate.path.stem))[:8]
+    print("\nfewest catches: " + ", ".join(f"{v.candidate.path.stem} {v.catches}" for v in fewest))
+    floor = f"each must fail >= {args.min_catches} tests, " + (
+        "enforced" if args.floor == "enforce" else "reported only"
+    )
+    if below:
+        names = ", ".join(f"{v.candidate.path.stem} ({v.catches})" for v in below)
+        print(f"below the floor of {args.min_catches} catches: {names}")
+    caught = (
+        sum(v.routed for v in verdicts)
+        if args.floor == "report"
+        else sum(v.caught for v in verdicts)
+    )
+    elapsed = time.perf_counter() - started
+    print(f"known-bad caught: {caught}/{len(verdicts)} ({floor})  ({elapsed:.0f} s)")
     if faithful:
         print(f"faithful candidates graded: {len(faithful)} (each must pass)")
     for problem in problems:

@@ -8,6 +8,17 @@
 - `--gptlab-memory-limit MIB` caps each test process's memory; with pytest-xdist and
   pytest-timeout it survives hanging and crashing candidates (see `isolation`).
 
+Grading protections (`--gptlab-workers N`, `--timeout S`, `--gptlab-memory-limit MIB`):
+tests run in processes forked from this one after collection (`isolation.ForkPool`),
+each under a per-test time limit and an address-space limit, from a scratch working
+directory; a test that hangs or kills its process fails, routed, and the rest runs.
+Whenever a candidate is swapped in (any *_MODULE variable naming something other
+than the reference) they are on by default, with grade's defaults (60 s, 4096 MiB,
+CPU count up to 4 workers), in every session that runs this plugin: package and tier
+sessions, `slice`, `integration`, plain `pytest`. `--timeout 0`, `--gptlab-memory-limit
+0` and `--gptlab-workers 0` turn each off; `-n N` (pytest-xdist) and `--pdb` keep
+their own way of running tests.
+
 Under pytest-xdist the workers collect and run the tests and the controller reports:
 workers write the routed records of the collected tests to a scratch folder shared
 with the controller, which also routes the tests of a crashed worker.
@@ -15,6 +26,7 @@ with the controller, which also routes the tests of a crashed worker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -25,9 +37,11 @@ from typing import Any
 
 import pytest
 
-from .candidates import VARIABLES, collection_errors, variables_of
+from . import isolation
+from .candidates import VARIABLES, collection_errors, is_reference, variables_of
 from .isolation import (
     CRASHES_BEFORE_STOP,
+    ForkPool,
     SharedState,
     Watchdog,
     fail_if_stopped,
@@ -43,6 +57,22 @@ from .results import TIERS, TestResult, package_of, records_payload, results_fro
 _SHARED_KEY = "gptlab_shared"
 _TIMEOUT = re.compile(r"Timeout \(>([0-9.]+)s\)")
 
+# The grading defaults, also `grade`'s. The slowest honest contract test takes a few
+# seconds on a 2-core machine; the limit leaves a wide margin for busier machines.
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MEMORY_MIB = 4096
+# The pipe `grade` waits on: written once collection (the candidates' import) is done.
+COLLECTED_FD_VARIABLE = "GPTLAB_COLLECTED_FD"
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def candidates_swapped() -> list[str]:
+    """The variables that select something other than their reference."""
+    return [name for name in VARIABLES if not is_reference(name)]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gptlab")
@@ -55,13 +85,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--gptlab-memory-limit",
         type=int,
-        default=0,
+        default=None,
         metavar="MIB",
-        help="address-space limit of each test process in MiB (0: none)",
+        help="address-space limit of each test process in MiB (0: none; default "
+        f"{DEFAULT_MEMORY_MIB} when a candidate is swapped in, else none)",
+    )
+    group.addoption(
+        "--gptlab-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run tests in N processes forked after collection (0: in this process; "
+        "default: CPU count, at most 4, when a candidate is swapped in, else 0)",
+    )
+    group.addoption(
+        "--gptlab-not-rerun",
+        default="",
+        metavar="PACKAGES",
+        help="comma-separated packages the scorecard lists as 'reference, not re-run'",
     )
 
 
+def _grading_defaults(config: pytest.Config) -> None:
+    """With a candidate swapped in, no documented path runs it unprotected."""
+    swapped = bool(candidates_swapped())
+    option = config.option
+    if option.gptlab_memory_limit is None:
+        option.gptlab_memory_limit = DEFAULT_MEMORY_MIB if swapped else 0
+    own_runner = bool(getattr(option, "numprocesses", None)) or getattr(option, "usepdb", False)
+    if option.gptlab_workers is None:
+        option.gptlab_workers = default_workers() if swapped and not own_runner else 0
+    if swapped and getattr(option, "timeout", "absent") is None:  # pytest-timeout, not given
+        option.timeout = DEFAULT_TIMEOUT_S
+        if getattr(option, "timeout_method", None) is None:
+            option.timeout_method = "signal"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-timeout reads its options
 def pytest_configure(config: pytest.Config) -> None:
+    _grading_defaults(config)
     descriptions = ("construction and shape", "numerical contract", "cache contract", "generation")
     for tier, what in zip(TIERS, descriptions, strict=True):
         config.addinivalue_line("markers", f"{tier}: tinygpt {what}")
@@ -73,8 +135,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "gptlab-session")
     if session.runs_tests:
         set_memory_limit(config.getoption("--gptlab-memory-limit"))
-    # Tiny models run fastest on one intra-op thread, and suites run side by side.
-    if "OMP_NUM_THREADS" not in os.environ:
+    # Tiny models run fastest on one intra-op thread, and suites run side by side; a
+    # fork pool needs it (a thread pool does not survive fork: OpenMP can hang there).
+    if "OMP_NUM_THREADS" not in os.environ or _pool_workers(config):
         import torch
 
         torch.set_num_threads(1)
@@ -117,8 +180,19 @@ def _result_for(item: pytest.Item) -> TestResult | str:
     )
 
 
-def _is_worker(config: pytest.Config) -> bool:
+def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    """A process that runs tests for another that reports: xdist's or the fork pool's."""
+    return _is_xdist_worker(config) or isolation.IN_POOL_WORKER
+
+
+def _pool_workers(config: pytest.Config) -> int:
+    if _is_xdist_worker(config) or getattr(config.option, "numprocesses", None):
+        return 0
+    return int(config.option.gptlab_workers or 0)
 
 
 def _is_controller(config: pytest.Config) -> bool:
@@ -145,8 +219,8 @@ class GptlabSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: dict[str, TestResult] = {}
-        self.runs_tests = not _is_controller(config)
-        if _is_worker(config):
+        self.runs_tests = not _is_controller(config) and not _pool_workers(config)
+        if _is_xdist_worker(config):
             shared = Path(config.workerinput[_SHARED_KEY])  # type: ignore[attr-defined]
         else:
             shared = Path(tempfile.mkdtemp(prefix="gptlab-run-"))
@@ -161,8 +235,42 @@ class GptlabSession:
         if problems:
             raise pytest.UsageError("unrouted tests:\n  " + "\n  ".join(problems))
         self.results = {r.nodeid: r for r in records if isinstance(r, TestResult)}
-        if _is_worker(self.config):
+        if _is_xdist_worker(self.config):
             self._publish_records()
+
+    def pytest_collection_finish(self) -> None:
+        """Tell `grade` the candidates imported (it bounds the time that takes)."""
+        fd = os.environ.pop(COLLECTED_FD_VARIABLE, "")
+        if fd.isdigit():
+            with contextlib.suppress(OSError):
+                os.write(int(fd), b"collected\n")
+                os.close(int(fd))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """With --gptlab-workers N, the tests run in the fork pool (see isolation)."""
+        workers = _pool_workers(self.config)
+        if not workers or self.config.option.collectonly or session.testsfailed:
+            return None  # pytest's own loop (it also stops on collection errors)
+        scratch = self.state.folder / "cwd"
+        scratch.mkdir(exist_ok=True)
+        pool = ForkPool(
+            session,
+            workers,
+            memory_limit_mib=int(self.config.option.gptlab_memory_limit or 0),
+            timeout_s=timeout_seconds(self.config),
+            scratch=scratch,
+            on_crash=self._crashed,
+        )
+        try:
+            pool.run()
+        finally:
+            pool.stop_all()
+        if session.shouldfail:
+            raise session.Failed(session.shouldfail)
+        if session.shouldstop:
+            raise session.Interrupted(session.shouldstop)
+        return True
 
     def _publish_records(self) -> None:
         """Every worker collects the same tests; the first to finish tells the controller."""
@@ -211,7 +319,7 @@ class GptlabSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Any:
-        if _is_worker(self.config):
+        if _is_xdist_worker(self.config):  # the fork pool's parent watches its own
             self.watchdog.arm(item.nodeid)
         try:
             return (yield)
@@ -247,14 +355,17 @@ class GptlabSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        result = self._record(crashitem)
-        killed = self.state.killed(crashitem)
-        report.longrepr = killed or "crashed: the test process died (exit, abort or signal)"
+        report.longrepr = self._crashed(crashitem, self.state.killed(crashitem))
+
+    def _crashed(self, nodeid: str, killed: str | None) -> str:
+        """A test's process died (`killed`: the watchdog's reason): stop list, report text."""
+        result = self._record(nodeid)
         for suspect in suspects_of(result) if result else []:
             if killed:
                 self.state.stop(suspect, f"{suspect} hung in an earlier test ({killed})")
-            elif self.state.count_crash(suspect, crashitem) >= CRASHES_BEFORE_STOP:
+            elif self.state.count_crash(suspect, nodeid) >= CRASHES_BEFORE_STOP:
                 self.state.stop(suspect, f"{suspect} crashed {CRASHES_BEFORE_STOP} earlier tests")
+        return killed or "crashed: the test process died (exit, abort or signal)"
 
     def pytest_report_header(self) -> list[str] | None:
         swapped = any(os.environ.get(name) for name in VARIABLES)
@@ -268,7 +379,8 @@ class GptlabSession:
         results = list(self.results.values())
         if self.config.getoption("--gptlab-scorecard"):
             terminalreporter.section("gptlab scorecard")
-            for line in scorecard_lines(results):
+            not_rerun = [p for p in self.config.option.gptlab_not_rerun.split(",") if p]
+            for line in scorecard_lines(results, not_rerun):
                 terminalreporter.write_line(line)
         routing = routing_lines(results)
         if routing:

@@ -34,16 +34,28 @@ def module_lines() -> list[str]:
     return table(("variable", "module", "role"), rows)
 
 
-def scorecard_lines(results: Sequence[TestResult]) -> list[str]:
-    """Passed / failed / skipped per package, and per tier inside tinygpt."""
+NOT_RERUN = "reference, not re-run"
+
+
+def scorecard_lines(results: Sequence[TestResult], not_rerun: Sequence[str] = ()) -> list[str]:
+    """Passed / failed / skipped per package, and per tier inside tinygpt.
+
+    `not_rerun`: the packages of the whole ladder; any of them without a result here
+    had no graded test that can see a swapped candidate, so grading did not run it
+    again: it is listed with the verdict `reference, not re-run`.
+    """
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for result in results:
         counts[result.package][result.outcome] += 1
         for tier in result.tiers:
             counts[f"{result.package} {tier}"][result.outcome] += 1
-    order = sorted(counts, key=lambda key: (key.split(" ")[0], key))
-    rows = []
+    missing = [package for package in not_rerun if package not in counts]
+    order = sorted([*counts, *missing], key=lambda key: (key.split(" ")[0], key))
+    rows: list[tuple[object, ...]] = []
     for key in order:
+        if key in missing:
+            rows.append((key, "-", "-", "-", NOT_RERUN))
+            continue
         label = key if " " not in key else "  " + key.split(" ", 1)[1]
         c = counts[key]
         verdict = "FAIL" if c["failed"] else "pass"
@@ -76,6 +88,7 @@ def failed_owners(results: Iterable[TestResult]) -> set[str]:
 
 
 __all__ = [
+    "NOT_RERUN",
     "TIERS",
     "failed_owners",
     "graded_modules",

@@ -59,3 +59,73 @@ def write_report(
 def read_report(path: Path) -> tuple[dict[str, str], list[TestResult]]:
     payload = json.loads(path.read_text(encoding="utf-8"))
     return payload["modules"], results_from(payload["tests"])
+
+
+# -- Gradescope's autograder format (results.json)
+
+GRADESCOPE_OUTPUT_LIMIT = 8000  # characters of one test's output
+
+
+def gradescope_payload(
+    results: list[TestResult],
+    modules: dict[str, str],
+    not_rerun: tuple[str, ...] | list[str] = (),
+    problem: str = "",
+) -> dict[str, object]:
+    """Gradescope's results.json: one Gradescope test per owner (a routing key) per package.
+
+    An owner's max_score is the number of its graded (contract) tests that ran, its score
+    the number that passed, and its output the mechanism, the repair target and each
+    failed test with its one-line reason. One row per owner keeps the page readable
+    (a candidate sees ~10 mechanisms, not ~100 test ids) and says what to fix.
+    """
+    from .owners import OWNERS  # routing.toml, read once
+
+    groups: dict[tuple[str, str], list[TestResult]] = {}
+    for result in results:
+        if result.outcome != "skipped":
+            groups.setdefault((result.package, result.owner), []).append(result)
+    tests: list[dict[str, object]] = []
+    for (package, key), members in sorted(groups.items()):
+        failed = [r for r in members if r.outcome == "failed"]
+        owner = OWNERS.get(key)
+        lines = [f"{owner.mechanism}" if owner else key]
+        if failed and owner:
+            lines.append(f"repair: {owner.repair}")
+        lines += [f"- {r.nodeid}: {r.reason}" if r.reason else f"- {r.nodeid}" for r in failed]
+        lines.append(f"{len(members) - len(failed)}/{len(members)} tests passed")
+        tests.append(
+            {
+                "name": f"{package}: {key}",
+                "score": len(members) - len(failed),
+                "max_score": len(members),
+                "status": "failed" if failed else "passed",
+                "output": "\n".join(lines)[:GRADESCOPE_OUTPUT_LIMIT],
+                "visibility": "visible",
+            }
+        )
+    graded = ", ".join(f"{name}={spec}" for name, spec in modules.items())
+    notes = [f"graded modules: {graded}"]
+    if not_rerun:
+        notes.append("reference, not re-run (cannot see the candidate): " + ", ".join(not_rerun))
+    if problem:
+        notes.append(f"candidate error: {problem}")
+    return {
+        "score": sum(int(str(test["score"])) for test in tests),
+        "output": "\n".join(notes),
+        "visibility": "visible",
+        "stdout_visibility": "visible",
+        "tests": tests,
+    }
+
+
+def write_gradescope(
+    path: Path,
+    results: list[TestResult],
+    modules: dict[str, str],
+    not_rerun: tuple[str, ...] | list[str] = (),
+    problem: str = "",
+) -> None:
+    payload = gradescope_payload(results, modules, not_rerun, problem)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")

@@ -1,24 +1,30 @@
-"""Run pytest suites in fresh processes and read their routed results back.
+"""Run pytest suites in clean processes and read their routed results back.
 
-`run_pytest` starts a new interpreter. `PytestPool` runs many suites side by side
-in processes forked from a server that has already imported torch, pytest and the
-plugin: each run still imports its candidate into a clean process, but skips the
-~3 s of imports every fresh interpreter pays (the known-bad ladder runs ~60 suites).
+`run_pytest` starts a new interpreter. `ForkedRun` forks one from this process after
+`warm_up()` has imported torch, pytest, the plugin and the references once: the run
+imports only its candidates and its test modules (into a process nobody else uses),
+and its fork pool forks the test processes from there (see `isolation.ForkPool`), so
+a grading run pays for one torch import however many suites, submissions or
+known-bad candidates it grades. `side_by_side` keeps N such runs going at once.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
+import importlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .candidates import VARIABLE_BY_PACKAGE
+from .candidates import VARIABLE_BY_PACKAGE, VARIABLES
 from .results import TestResult, read_report
 
 RUNTIME_PACKAGES = tuple(VARIABLE_BY_PACKAGE)
@@ -36,6 +42,9 @@ class SuiteRun:
     returncode: int
     results: list[TestResult]
     output: str
+    problem: str = ""  # why the run gave no verdict: stuck or died importing, ran too long
+    seconds: float = 0.0  # wall time
+    not_rerun: tuple[str, ...] = ()  # packages selection left to the references' verdict
 
 
 def run_pytest(
@@ -84,69 +93,223 @@ def run_pytest(
     return SuiteRun(completed.returncode, results, completed.stdout or "")
 
 
-# Imported once by the fork server. torch.distributed.tensor is what the first
-# torch.testing.assert_close imports lazily (~1 s); no torch op runs before forking.
-_PRELOAD = ["torch", "torch.distributed.tensor", "pytest", "hypothesis", "gptlab_testkit.plugin"]
+# Imported once, before any run is forked. torch.distributed.tensor is what the first
+# torch.testing.assert_close imports lazily (~1 s). No torch op runs before forking.
+_PRELOAD = (
+    "torch",
+    "torch.distributed.tensor",
+    "pytest",
+    "_pytest.pytester",
+    "hypothesis",
+    "_hypothesis_pytestplugin",
+    "pytest_timeout",
+    "xdist.plugin",
+    "gptlab_testkit.plugin",
+    "gptlab_testkit.models",
+    "gptlab_testkit.boundary",
+)
+_REFERENCE_EXTRAS = ("cache_aware_lm.modern",)  # what cache_aware_modules() imports
+_warm = False
 
 
-def _pytest_in_fresh_child(
-    args: Sequence[str], env_overrides: Mapping[str, str], report: str
-) -> tuple[int, str]:
-    """Runs in a forked child that serves exactly this one task."""
-    import pytest
+def warm_up() -> None:
+    """Import torch, the test tools and every installed reference, once per process."""
+    global _warm
+    if _warm:
+        return
+    # One intra-op thread per test process: runs are side by side already, tiny models
+    # only lose to thread contention, and a forked child must not inherit a thread pool.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    references = [v.default_module for v in VARIABLES.values()] + list(_REFERENCE_EXTRAS)
+    for name in (*_PRELOAD, *references):
+        with contextlib.suppress(ImportError):  # a venv without that package
+            importlib.import_module(name)
+    # Also when torch came in before the variable was set (this package imports it):
+    # a run that used a thread pool of 2+ would fork test processes that can hang in
+    # their first parallel op (OpenMP is not fork-safe).
+    import torch
 
-    os.environ.update(env_overrides)
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
+    torch.set_num_threads(1)
+    _warm = True
+
+
+def _exit_code(status: int) -> int:
+    return os.waitstatus_to_exitcode(status)
+
+
+class ForkedRun:
+    """pytest in a process forked from this (warm) one, in a process group of its own.
+
+    `import_limit` bounds collection, where candidates are imported (the per-test limit
+    does not cover it); `limit` bounds the whole run. Either one kills the group.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        env: Mapping[str, str],
+        args: Sequence[str],
+        *,
+        log: Path | None = None,
+        capture: bool = True,
+        cwd: Path | None = None,
+        clear_variables: bool = False,
+        import_limit: float | None = None,
+        limit: float | None = None,
+        describe: str = "",
+    ) -> None:
+        self._scratch = tempfile.TemporaryDirectory(prefix="gptlab-run-")
+        scratch = Path(self._scratch.name)
+        self.report = scratch / "report.json"
+        self.log = log.resolve() if log else (scratch / "output.log" if capture else None)
+        self.describe = describe or ", ".join(f"{k}={v}" for k, v in env.items()) or "the tests"
+        self.started = time.monotonic()
+        self.import_deadline = self.started + import_limit if import_limit else None
+        self.deadline = self.started + limit if limit else None
+        self.limit, self.import_limit = limit, import_limit
+        self.collected = False
+        self.result: SuiteRun | None = None
+        # The run starts in a scratch folder: relative paths are resolved here, first.
+        paths = [str(Path(p).resolve()) if Path(p).exists() else p for p in paths]
+        argv = [*paths, "-p", "no:cacheprovider", "--gptlab-report", str(self.report)]
+        # Preloaded plugins (xdist, pytest-timeout, hypothesis) cannot be rewritten; fine.
+        argv += ["-W", "ignore::pytest.PytestAssertRewriteWarning", *args]
+        read_end, write_end = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        code = int(pytest.main([*args, "-p", "no:cacheprovider", "--gptlab-report", report]))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        log.seek(0)
-        return code, log.read()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(read_end)
+            self._child(argv, env, write_end, (cwd or scratch / "cwd").resolve(), clear_variables)
+        os.close(write_end)
+        os.set_blocking(read_end, False)
+        self._collected_fd = read_end
 
+    def _child(
+        self, argv: list[str], env: Mapping[str, str], fd: int, cwd: Path, clear: bool
+    ) -> None:
+        code = 3
+        try:
+            os.setpgid(0, 0)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            if clear:  # a caller's *_MODULE variables must not reach this run
+                for name in VARIABLES:
+                    os.environ.pop(name, None)
+            os.environ.update(env)
+            os.environ["GPTLAB_COLLECTED_FD"] = str(fd)
+            cwd.mkdir(parents=True, exist_ok=True)
+            os.chdir(cwd)
+            if self.log is not None:
+                out = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(out, 1)
+                os.dup2(out, 2)
+                # Whoever forked us may have replaced sys.stdout (an outer pytest's capture).
+                sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            # The run imports this package afresh: pytest rewrites the asserts of its
+            # plugin's package (the suites' assertion helpers), which it can only do on
+            # import, and every test-side record (loaded candidates, stop list) starts
+            # empty. torch and the references stay imported.
+            for name in [n for n in sys.modules if n.split(".")[0] == "gptlab_testkit"]:
+                del sys.modules[name]
+            import pytest
 
-class PytestPool:
-    """Side-by-side pytest runs, one fresh forked process per run."""
+            code = int(pytest.main(argv))
+        except BaseException:  # nothing may unwind into the parent's code
+            import traceback
 
-    def __init__(self, jobs: int) -> None:
-        # One intra-op thread per run, fixed before the server imports torch: runs are
-        # side by side already, and tiny models only lose to thread contention.
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_PRELOAD)
-        self._executor = ProcessPoolExecutor(
-            max_workers=max(1, jobs), mp_context=context, max_tasks_per_child=1
+            traceback.print_exc()
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+
+    def _read_collected(self) -> None:
+        if self.collected:
+            return
+        with contextlib.suppress(BlockingIOError, OSError):
+            if os.read(self._collected_fd, 64):
+                self.collected = True
+
+    def poll(self) -> SuiteRun | None:
+        """The run's result once it has ended (or was ended for running too long)."""
+        if self.result is not None:
+            return self.result
+        self._read_collected()
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid:
+            self._read_collected()
+            return self._finish(_exit_code(status), "")
+        now = time.monotonic()
+        if not self.collected and self.import_deadline and now > self.import_deadline:
+            why = f"importing {self.describe} did not finish within {self.import_limit:g} s"
+            return self._kill(why)
+        if self.deadline and now > self.deadline:
+            return self._kill(f"ran past its time limit of {self.limit:g} s and was stopped")
+        return None
+
+    def wait(self) -> SuiteRun:
+        while (result := self.poll()) is None:
+            time.sleep(0.05)
+        return result
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+    def _kill(self, why: str) -> SuiteRun:
+        self.kill()
+        _, status = os.waitpid(self.pid, 0)
+        return self._finish(_exit_code(status), why)
+
+    def _finish(self, returncode: int, problem: str) -> SuiteRun:
+        self.kill()  # workers left behind by a run that died
+        os.close(self._collected_fd)
+        results: list[TestResult] = []
+        if self.report.exists():
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                results = read_report(self.report)[1]
+        elif not problem and not self.collected:
+            problem = f"the process importing {self.describe} died (exit status {returncode})"
+        elif not problem:
+            problem = f"the grading process died (exit status {returncode})"
+        output = ""
+        if self.log is not None and self.log.exists():
+            output = self.log.read_text(encoding="utf-8", errors="replace")
+        self.result = SuiteRun(
+            returncode, results, output, problem, time.monotonic() - self.started
         )
-        self._scratch = tempfile.TemporaryDirectory(prefix="gptlab-pool-")
-        self._count = 0
-
-    def submit(
-        self, paths: Sequence[str], env: Mapping[str, str], args: Sequence[str]
-    ) -> Future[SuiteRun]:
-        self._count += 1
-        report = Path(self._scratch.name) / f"report-{self._count}.json"
-        inner = self._executor.submit(
-            _pytest_in_fresh_child, [*paths, *args], dict(env), str(report)
-        )
-        outer: Future[SuiteRun] = Future()
-
-        def finish(done: Future[tuple[int, str]]) -> None:
-            try:
-                code, output = done.result()
-                results = read_report(report)[1] if report.exists() else []
-                outer.set_result(SuiteRun(code, results, output))
-            except BaseException as error:  # surfaced to whoever waits on the run
-                outer.set_exception(error)
-
-        inner.add_done_callback(finish)
-        return outer
-
-    def __enter__(self) -> PytestPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._executor.shutdown()
         self._scratch.cleanup()
+        return self.result
+
+
+def side_by_side(starts: Sequence[Callable[[], Any]], jobs: int) -> Iterator[tuple[int, Any]]:
+    """Start tasks `jobs` at a time; yield (index, result) as each ends.
+
+    A start returns a pending task (with `poll()` and `kill()`, like ForkedRun) or a
+    result at once. Everything runs from this one thread, so forking is safe.
+    """
+    waiting = deque(enumerate(starts))
+    running: dict[int, Any] = {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < max(1, jobs):
+                index, start = waiting.popleft()
+                task = start()
+                if hasattr(task, "poll"):
+                    running[index] = task
+                else:
+                    yield index, task
+            for index, task in list(running.items()):
+                result = task.poll()
+                if result is not None:
+                    del running[index]
+                    yield index, result
+            if running:
+                time.sleep(0.05)
+    finally:  # interrupted: no run may outlive its caller
+        for task in running.values():
+            task.kill()
+            with contextlib.suppress(Exception):
+                task.poll()
