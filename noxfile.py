@@ -150,7 +150,14 @@ def _install(session: nox.Session, *requirements: str, local: bool = False) -> N
         if local:  # pip keeps a direct-reference sibling that is already installed
             session.run("python", "-m", "pip", "uninstall", "--quiet", "-y", *_distributions())
         session.install(*requirements)
-    stamp.write_text(state)
+    if not _no_install(session):  # under -R nox may have skipped the install just asked for
+        stamp.write_text(state)
+
+
+def _no_install(session: nox.Session) -> bool:
+    """`nox -R` / `--no-install`: nox skips every install into a reused venv itself."""
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    return bool(getattr(config, "no_install", False))
 
 
 def install_packages(session: nox.Session, *names: str, extras: str = "test") -> None:

@@ -5,7 +5,7 @@ set in its variable (loaded by the testkit's candidate machinery, so plain-name
 imports of its `_attempt` siblings reach them), the suites are only the packages
 the stage draws from, `-m contract` plus the practice selection plugin keep only
 the stage's tests, and `grading_args` gives the grader's protection (per-test time
-limit, crash isolation in xdist workers, a memory limit, a scratch working folder).
+limit, crash isolation in forked test processes, a memory limit, a scratch working folder).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gptlab_testkit import OWNERS, VARIABLES, TestResult, grading_args, run_pytest
+from gptlab_testkit import OWNERS, VARIABLES, ForkedRun, TestResult, grading_args, warm_up
 
 from .stages import Mechanism, TestIdentity
 
@@ -23,7 +23,9 @@ from .stages import Mechanism, TestIdentity
 # machine, but a first test pays for the worker's imports and a loaded machine is slow.
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_MIB = 4096
-DEFAULT_WORKERS = 1  # one xdist worker: crash isolation without a second torch import
+DEFAULT_WORKERS = 1  # one forked test process: crash isolation without a second torch import
+# Importing the attempt (collection) is bounded apart from the per-test limit.
+IMPORT_ALLOWANCE_S = 30.0
 
 # pytest.exit's line in a serial run; the worker's traceback line under xdist.
 _CANDIDATE_ERROR = re.compile(r"(?:candidate error|CandidateError): (.*)")
@@ -74,13 +76,19 @@ def run_stage(
     memory_limit: int = DEFAULT_MEMORY_MIB,
     workers: int = DEFAULT_WORKERS,
 ) -> StageRun:
-    """Grade `attempt` on stage `stage` of `mechanism` (and the stages before it)."""
+    """Grade `attempt` on stage `stage` of `mechanism` (and the stages before it).
+
+    The run is forked from this process once it holds torch and the references (the
+    grader's warm start): a check costs one torch import, paid by the command itself.
+    The attempt is imported in the fork, under a time limit of its own.
+    """
     paths = [
         str(root.resolve() / "packages" / name / "tests")
         for name in mechanism.packages_through(stage)
     ]
     started = time.perf_counter()
-    run = run_pytest(
+    warm_up()
+    run = ForkedRun(
         paths,
         {variable_of(mechanism.package): str(attempt.resolve())},
         [
@@ -93,21 +101,25 @@ def run_stage(
             "--tb=no",
             *grading_args(timeout, memory_limit, workers),
         ],
-        scratch_cwd=True,
-    )
+        clear_variables=True,
+        import_limit=timeout + IMPORT_ALLOWANCE_S,
+        describe=f"the attempt {attempt.name}",
+    ).wait()
     wall = time.perf_counter() - started
-    return StageRun(
-        run.returncode, run.results, _problem(run.returncode, run.results, run.output), wall
-    )
+    problem = _problem(run.returncode, run.results, run.output, run.problem)
+    return StageRun(run.returncode, run.results, problem, wall)
 
 
-def _problem(returncode: int, results: list[TestResult], output: str) -> str:
-    """Why nothing was graded: the candidate's one-line error, or pytest's last words."""
+def _problem(returncode: int, results: list[TestResult], output: str, stopped: str) -> str:
+    """Why nothing was graded: the candidate's one-line error, why the run was stopped
+    (an import past its limit, a process that died), or pytest's last words."""
     if results:
         return ""
     found = _CANDIDATE_ERROR.search(output)
     if found:
         return found.group(1).strip()
+    if stopped:
+        return stopped
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     tail = lines[-1] if lines else ""
     return f"the grader selected no test (pytest exit status {returncode}): {tail}"[:400]

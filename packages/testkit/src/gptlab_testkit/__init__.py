@@ -6,7 +6,8 @@ tensor assertions, and the pytest plugin (entry point `gptlab`) that routes
 failures and prints scorecards. Suites import from here and nowhere else.
 
 Tools built on the grader (gptlab_practice) use its public runners from here too:
-`run_pytest` (`SuiteRun`), `grading_args`, `TestResult`.
+`run_pytest` (a fresh interpreter) or `warm_up` + `ForkedRun` (forked from a process
+that imported torch and the references once), `SuiteRun`, `grading_args`, `TestResult`.
 """
 
 from .boundary import (
@@ -20,7 +21,7 @@ from .candidates import VARIABLES, CandidateError, candidate, load_candidate
 from .grade import grading_args
 from .owners import OWNERS, Owner
 from .results import TestResult
-from .suites import SuiteRun, run_pytest
+from .suites import ForkedRun, SuiteRun, run_pytest, warm_up
 from .tensors import (
     ATOL,
     RTOL,
@@ -41,6 +42,7 @@ __all__ = [
     "RTOL",
     "VARIABLES",
     "CandidateError",
+    "ForkedRun",
     "LayerKV",
     "Owner",
     "PastKeyValues",
@@ -62,4 +64,5 @@ __all__ = [
     "shares_storage",
     "state_fingerprint",
     "test_device",
+    "warm_up",
 ]
