@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from . import chunked, context, decode, fast, paged, prefix, scheduler, spec
+from . import chunked, context, decode, fast, grading, paged, prefix, scheduler, spec
 from .common import Progress, Section, Settings, TargetCheck, machine_lines
 
 SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
@@ -116,10 +116,20 @@ def main(argv: list[str]) -> int:
 
     report = args.out / "report.md"
     sections = load_sections(args.out)
-    report.write_text(render(sections, settings), encoding="utf-8")
+    text = render(sections, settings) + _kept_grading_block(report)
+    report.write_text(text, encoding="utf-8")
     print(f"bench: wrote {report} ({len(sections)} sections, {len(chosen)} measured now) "
           f"in {elapsed:.0f}s")  # fmt: skip
     return 0
+
+
+def _kept_grading_block(report: Path) -> str:
+    """The "Grading cost" block `bench.grading` writes between its markers, kept as it is."""
+    previous = report.read_text(encoding="utf-8") if report.exists() else ""
+    if grading.START not in previous or grading.END not in previous:
+        return ""
+    inside = previous.split(grading.START, 1)[1].split(grading.END, 1)[0]
+    return f"\n{grading.START}{inside}{grading.END}\n"
 
 
 # ---- every section's results are kept, so `--only N` re-measures one and re-renders all ----
