@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptlab_testkit import assert_rejects, candidate
+from gptlab_testkit import CountingModel, assert_rejects, candidate
 
 sched = candidate("SCHEDULER_MODULE")
 
@@ -35,19 +35,6 @@ SIZES = {
 }
 
 
-class Counting(torch.nn.Module):
-    """The model, counting its calls (forward and the serving seam alike)."""
-
-    def __init__(self, model) -> None:
-        super().__init__()
-        self.inner = model
-        self.calls = 0
-
-    def forward(self, *args, **kwargs):
-        self.calls += 1
-        return self.inner(*args, **kwargs)
-
-
 def snapshot(engine) -> tuple:
     s = engine.stats
     counts = (s.steps, s.preemptions, s.free_blocks, s.cached_blocks, s.used_blocks)
@@ -57,7 +44,7 @@ def snapshot(engine) -> tuple:
 @pytest.fixture
 def busy(model, greedy_alone):
     """An engine with "running" (admitted) and "queued" (waiting); checks them at the end."""
-    counting = Counting(model)
+    counting = CountingModel(model)
     engine = sched.Engine(counting, **SIZES)
     outputs: dict[str, list[int]] = {"running": [], "queued": []}
     engine.add_request("running", [4, 5], 3)
@@ -140,7 +127,7 @@ def test_engine_refuses_a_context_beyond_the_models_own(model):
     own = getattr(getattr(model, "geometry", None), "context_length", None)
     if own is None:
         pytest.skip("the model states no context length")
-    counting = Counting(model)
+    counting = CountingModel(model)
     counting.geometry = model.geometry  # what the engine reads (this project's models)
     assert_rejects(
         lambda: sched.Engine(counting, **{**SIZES, "context_length": own + 1}),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptlab_testkit import candidate, test_device
+from gptlab_testkit import CountingModel, candidate, test_device
 from gptlab_testkit.models import cache_aware_modules
 
 spec = candidate("SPECULATIVE_DECODING_MODULE")
@@ -22,23 +22,12 @@ pytestmark = [pytest.mark.owner("speculative_validation"), pytest.mark.extension
 MODULE = next(iter(cache_aware_modules()))
 
 
-class Counting(torch.nn.Module):
-    def __init__(self, model) -> None:
-        super().__init__()
-        self.inner = model
-        self.calls = 0
-
-    def forward(self, *args, **kwargs):
-        self.calls += 1
-        return self.inner(*args, **kwargs)
-
-
 def model():
     return cache_aware_modules()[MODULE].make_test_model().to(test_device())
 
 
 def state_after(prompt: list[int]):
-    counting = Counting(model())
+    counting = CountingModel(model())
     state = spec.DecodeState(counting, 0, torch.device(test_device()))
     state.logits_from(prompt, len(prompt))
     return state, counting

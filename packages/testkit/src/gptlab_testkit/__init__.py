@@ -11,6 +11,7 @@ that imported torch and the references once), `SuiteRun`, `grading_args`, `TestR
 """
 
 from .boundary import (
+    CountingModel,
     assert_rejected_unchanged,
     assert_rejects,
     assert_state_unchanged,
@@ -42,6 +43,7 @@ __all__ = [
     "RTOL",
     "VARIABLES",
     "CandidateError",
+    "CountingModel",
     "ForkedRun",
     "LayerKV",
     "Owner",

@@ -385,6 +385,23 @@ def state_fingerprint(obj: object, *, identity: bool = True) -> Fingerprint:
     return record
 
 
+class CountingModel(torch.nn.Module):
+    """A model that counts its calls: a rejection test asserts `calls == 0` afterwards.
+
+    Only `forward` is wrapped: an engine that looks for a serving seam on the model
+    finds none and takes its plain route, which is the route being counted.
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = model
+        self.calls = 0
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.inner(*args, **kwargs)
+
+
 def assert_state_unchanged(obj: object, before: Fingerprint, *, identity: bool = True) -> None:
     """`obj` fingerprints as `before` did; the message lists the first paths that differ."""
     after = state_fingerprint(obj, identity=identity)
