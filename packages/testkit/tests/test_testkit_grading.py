@@ -10,7 +10,7 @@ import pytest
 
 from gptlab_testkit import OWNERS, CandidateError, load_candidate
 from gptlab_testkit.grade import UsageError, parse_assignments
-from gptlab_testkit.known_bad import read_known_bad
+from gptlab_testkit.known_bad import own_suite_first, read_known_bad, reference_shares
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -120,6 +120,40 @@ def test_known_bad_manifest_rejects_an_unknown_owner(tmp_path: Path) -> None:
     path.write_text('"""x"""\nVARIABLE = "TINY_GPT_MODULE"\nEXPECTED_OWNER = "nobody"\n')
     with pytest.raises(ValueError, match="not a routing.toml key"):
         read_known_bad(path)
+
+
+def test_known_bad_runs_the_candidates_own_suite_first(tmp_path: Path) -> None:
+    path = tmp_path / "bad_example.py"
+    path.write_text('"""x"""\nVARIABLE = "KV_CACHE_MODULE"\nEXPECTED_OWNER = "loss_shift"\n')
+    files = [
+        "/repo/packages/cache_aware_lm/tests/test_cache_aware_lm_serving.py",
+        "/repo/packages/kv_cache/tests/test_kv_cache_storage.py",
+        "/repo/integration_tests/test_slice.py",
+        "/repo/packages/kv_cache/tests/test_kv_cache_validation.py",
+    ]
+    assert own_suite_first(files, read_known_bad(path)) == [files[1], files[3], files[0], files[2]]
+
+
+def test_reference_checks_run_each_catching_function_with_all_its_parameters() -> None:
+    caught = {
+        "packages/a/tests/test_x.py::test_one[candidate-2]",
+        "packages/a/tests/test_x.py::test_one[candidate-12]",
+        "packages/a/tests/test_x.py::test_two",
+        "packages/b/tests/test_y.py::TestGroup::test_three[row 1]",
+        "integration_tests/test_z.py::test_four",
+    }
+    shares = reference_shares(caught, jobs=2)
+    assert len(shares) == 2
+    assert sorted(test for share in shares for test in share) == [
+        "integration_tests/test_z.py::test_four",
+        "packages/a/tests/test_x.py::test_one",
+        "packages/a/tests/test_x.py::test_two",
+        "packages/b/tests/test_y.py::TestGroup::test_three",
+    ]
+    # A file's tests stay in one share: its module fixtures are set up once.
+    assert any({"packages/a/tests/test_x.py::test_one", "packages/a/tests/test_x.py::test_two"}
+               <= set(share) for share in shares)  # fmt: skip
+    assert reference_shares(set(), jobs=2) == []
 
 
 def test_readme_routing_table_matches_routing_toml() -> None:

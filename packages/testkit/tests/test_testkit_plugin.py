@@ -87,3 +87,89 @@ def test_never_runs():
     output = result.stdout.str() + result.stderr.str()
     assert "does not define 'CausalLMOutput', 'TinyGPT'" in output
     assert "Traceback" not in output and "candidates.py" not in output
+
+
+STOPPABLE = """
+import pytest
+
+pytestmark = pytest.mark.contract
+
+@pytest.mark.owner("tying")
+def test_a_tying_failure():
+    assert False
+
+@pytest.mark.owner("loss_shift")
+def test_a_loss_failure():
+    assert False
+
+@pytest.mark.owner("tying")
+def test_a_tying_pass():
+    pass
+
+@pytest.mark.owner("loss_shift")
+def test_another_loss_failure():
+    assert False
+
+@pytest.mark.owner("registration")
+def test_a_registration_pass():
+    pass
+"""
+
+
+def _outcomes(pytester: pytest.Pytester, *args: str) -> tuple[int, dict[str, tuple[str, str]]]:
+    from gptlab_testkit.results import read_report
+
+    report = pytester.path / "report.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "--gptlab-report", str(report), *args)
+    tests = read_report(report)[1]
+    return int(result.ret), {r.nodeid.split("::")[-1]: (r.outcome, r.reason) for r in tests}
+
+
+def test_tests_a_stopped_run_never_reached_are_reported_not_run(pytester: pytest.Pytester) -> None:
+    from gptlab_testkit.results import NOT_RUN
+
+    pytester.makepyfile(test_stop=STOPPABLE)
+    code, outcomes = _outcomes(pytester, "-x")
+    assert code == 1
+    assert outcomes["test_a_tying_failure"][0] == "failed"
+    for name in ("test_a_loss_failure", "test_a_tying_pass", "test_a_registration_pass"):
+        assert outcomes[name] == ("skipped", NOT_RUN), name
+
+
+@pytest.mark.parametrize("workers", ["0", "1"])
+def test_stop_once_caught_runs_the_owners_tests_first_and_stops_when_caught(
+    pytester: pytest.Pytester, workers: str
+) -> None:
+    from gptlab_testkit.results import NOT_RUN
+
+    pytester.makepyfile(test_stop=STOPPABLE)
+    code, outcomes = _outcomes(
+        pytester, "--gptlab-stop-once-caught=loss_shift:3", f"--gptlab-workers={workers}"
+    )
+    assert code == 1  # failed, not interrupted: a caught candidate's run
+    failed = {name for name, (outcome, _) in outcomes.items() if outcome == "failed"}
+    # loss_shift's two tests ran first, then the first other test: three failures.
+    assert failed == {"test_a_loss_failure", "test_another_loss_failure", "test_a_tying_failure"}
+    not_run = {name for name, (_, reason) in outcomes.items() if reason == NOT_RUN}
+    assert not_run == {"test_a_tying_pass", "test_a_registration_pass"}
+
+
+def test_stop_once_caught_runs_everything_while_the_owner_has_no_failure(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_stop=STOPPABLE)
+    code, outcomes = _outcomes(pytester, "--gptlab-stop-once-caught=registration:1")
+    assert code == 1
+    assert [name for name, (outcome, _) in outcomes.items() if outcome == "failed"] == [
+        "test_a_tying_failure", "test_a_loss_failure", "test_another_loss_failure"
+    ]  # fmt: skip
+    assert all(outcome != "skipped" for outcome, _ in outcomes.values())
+
+
+@pytest.mark.parametrize("value", ["no_such_owner:3", "loss_shift:0", "loss_shift:x", "3"])
+def test_stop_once_caught_refuses_a_malformed_rule(pytester: pytest.Pytester, value: str) -> None:
+    pytester.makepyfile(test_stop=STOPPABLE)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--gptlab-stop-once-caught={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--gptlab-stop-once-caught" in result.stderr.str()
+    assert "passed" not in result.stdout.str() and "failed" not in result.stdout.str()

@@ -2,6 +2,7 @@
 
     python -m gptlab_testkit.known_bad integration_tests/known_bad [-k SUBSTRING]
                                        [--faithful DIR] [--jobs N] [--min-catches N]
+                                       [--full-counts]
 
 Each `bad_*.py` in the folder declares the variable it is swapped in through and
 the owner the ladder must route it to:
@@ -24,9 +25,13 @@ A candidate is caught when its run fails, at least one failure is routed to
 EXPECTED_OWNER, and at least `--min-catches` tests of its graded scope fail
 (default MIN_CATCHES = 3; `--min-catches 0` reports the counts without enforcing
 them): one test alone that catches a mistake is one edit away from catching
-nothing. The references must pass the suites of every candidate's package.
-Prints a table (tests failed, catches, owners hit, verdict), the candidates with
-the fewest catches, and `known-bad caught: N/M`.
+nothing. A candidate's run stops as soon as that is so (its own package's tests
+run first), so the table's counts read "3+" for a run that stopped there;
+`--full-counts` runs every selected test and counts every catch. Stopping early
+cannot change a verdict: the condition only grows as tests fail. Last, the
+references run every test that caught a candidate, and must pass each: a catch is
+a test the reference passes. Prints a table (tests failed, catches, owners hit,
+verdict), the candidates with the fewest catches, and `known-bad caught: N/M`.
 
 Every run is forked from this one process after torch and the references are
 imported (`suites.warm_up`), `--jobs` at a time (default: CPU count).
@@ -51,6 +56,7 @@ from .candidates import VARIABLES, folder_assignments, select_test_files
 from .grade import DEFAULT_TIMEOUT_S, grading_args
 from .owners import OWNERS
 from .reporting import failed_owners, table
+from .results import NOT_RUN, package_of
 from .suites import ForkedRun, SuiteRun, side_by_side, suite_paths, warm_up
 
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
@@ -147,6 +153,23 @@ class Verdict:
         return self.routed and self.catches >= self.min_catches
 
     @property
+    def stopped(self) -> bool:
+        """The run stopped once the verdict was settled (some tests were not run)."""
+        return any(result.reason == NOT_RUN for result in self.run.results)
+
+    def count(self, number: int) -> str:
+        return f"{number}+" if self.stopped else str(number)
+
+    def catching(self) -> list[str]:
+        """The node ids of the tests that caught the candidate."""
+        return [
+            result.nodeid
+            for result in self.run.results
+            if result.outcome == "failed"
+            and (self.candidate.scope == "all" or result.kind == "contract")
+        ]
+
+    @property
     def label(self) -> str:
         if self.caught:
             return "caught"
@@ -196,15 +219,68 @@ Start = Callable[[], ForkedRun]
 
 
 def _run(
-    paths: list[str], env: dict[str, str], scope: str, run: str, limit: float | None = RUN_LIMIT_S
+    paths: list[str],
+    env: dict[str, str],
+    scope: str,
+    run: str,
+    limit: float | None = RUN_LIMIT_S,
+    extra: tuple[str, ...] = (),
 ) -> Start:
-    args = [*SCOPES[scope], *grading_args(TIMEOUTS[run], MEMORY_MIB, workers=1)]
+    args = [*SCOPES[scope], *grading_args(TIMEOUTS[run], MEMORY_MIB, workers=1), *extra]
     return lambda: ForkedRun(paths, env, args, import_limit=TIMEOUTS[run] + 60.0, limit=limit)
 
 
 def selected(root: Path, variables: set[str]) -> list[str]:
     """The test files grade selects for these variables."""
     return select_test_files(suite_paths(root), variables)
+
+
+def own_suite_first(files: list[str], candidate: KnownBad) -> list[str]:
+    """The candidate's own package's tests first: a stopping run is settled soonest."""
+    own = VARIABLES[candidate.variable].package
+    return sorted(files, key=lambda file: package_of(Path(file)) != own)
+
+
+def reference_shares(nodeids: set[str], jobs: int) -> list[list[str]]:
+    """The catching tests' functions, grouped by file into at most `jobs` shares.
+
+    A function runs with all its parameters: a parameter id may name something of the
+    candidate's (a fixture parametrized over the variants it ships).
+    """
+    by_file: dict[str, list[str]] = {}
+    for function in sorted({nodeid.split("[", 1)[0] for nodeid in nodeids}):
+        by_file.setdefault(function.split("::", 1)[0], []).append(function)
+    shares: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(by_file))))]
+    for tests in sorted(by_file.values(), key=len, reverse=True):
+        min(shares, key=len).extend(tests)
+    return [share for share in shares if share]
+
+
+def reference_checks(root: Path, nodeids: set[str], jobs: int) -> list[tuple[str, Start, int]]:
+    """The references on every catching test function, about `jobs` runs side by side."""
+    return [
+        (
+            f"references on {len(share)} catching test functions",
+            _run([str(root / test) for test in share], {}, "all", "in-process"),
+            0,
+        )
+        for share in reference_shares(nodeids, jobs)
+    ]
+
+
+def _stop_option(candidate: KnownBad, min_catches: int) -> str:
+    return f"--gptlab-stop-once-caught={candidate.expected_owner}:{max(1, min_catches)}"
+
+
+def _run_all(jobs: list[tuple[str, Start, int]], workers: int) -> dict[int, SuiteRun]:
+    """Run (name, start, size) jobs `workers` at a time, largest first; results by index."""
+    # Largest first, so the last runs to end are short ones.
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][2])
+    runs: dict[int, SuiteRun] = {}
+    for position, run in side_by_side([jobs[i][1] for i in order], workers):
+        runs[order[position]] = run
+        print(f"  done in {run.seconds:5.1f} s: {jobs[order[position]][0]}", flush=True)
+    return runs
 
 
 def main(argv: list[str]) -> int:
@@ -220,6 +296,11 @@ def main(argv: list[str]) -> int:
         type=int,
         default=MIN_CATCHES,
         help=f"tests each candidate must fail (default {MIN_CATCHES}; 0: none)",
+    )
+    parser.add_argument(
+        "--full-counts",
+        action="store_true",
+        help="run every selected test of each candidate (default: stop once it is caught)",
     )
     parser.add_argument(
         "--floor",
@@ -240,57 +321,50 @@ def main(argv: list[str]) -> int:
 
     started = time.perf_counter()
     warm_up()
-    # Longest first, so the last runs to end are short ones.
-    # The references pass every suite (extension tests too) of a candidate's package: one
-    # run per suite, so they spread over the jobs like the candidates.
     must_pass: list[tuple[str, Start, int]] = []
-    for suite in sorted({str(c.suite) for c in candidates}):
-        start = _run([suite], {}, "all", "in-process", limit=None)
-        must_pass.append((f"reference on {suite}", start, 10**6))
     for good in faithful:
         files = selected(root, set(good.modules))
         start = _run(files, good.env, "contract", "in-process")
         must_pass.append((f"faithful {good.path.name} on {len(files)} files", start, len(files)))
     must_fail: list[tuple[KnownBad, Start, int]] = []
     for candidate in candidates:
-        files = selected(root, {candidate.variable})
+        files = own_suite_first(selected(root, {candidate.variable}), candidate)
         env = {candidate.variable: str(candidate.path.resolve())}
-        must_fail.append((candidate, _run(files, env, candidate.scope, candidate.run), len(files)))
+        stop = () if args.full_counts else (_stop_option(candidate, args.min_catches),)
+        start = _run(files, env, candidate.scope, candidate.run, extra=stop)
+        must_fail.append((candidate, start, len(files)))
 
-    jobs: list[tuple[str, object, Start, int]] = [
-        ("pass", label, s, n) for label, s, n in must_pass
+    jobs: list[tuple[str, Start, int]] = [(label, s, n) for label, s, n in must_pass]
+    jobs += [(c.path.stem, s, n) for c, s, n in must_fail]
+    runs = _run_all(jobs, args.jobs)
+    verdicts = [
+        Verdict(candidate, runs[len(must_pass) + index], args.min_catches)
+        for index, (candidate, _, _) in enumerate(must_fail)
     ]
-    jobs += [("fail", c, s, n) for c, s, n in must_fail]
-    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][3])
-    runs: dict[int, SuiteRun] = {}
-    for position, run in side_by_side([jobs[i][2] for i in order], args.jobs):
-        runs[order[position]] = run
-        _, what, _, _ = jobs[order[position]]
-        name = what if isinstance(what, str) else what.path.stem  # type: ignore[attr-defined]
-        print(f"  done in {run.seconds:5.1f} s: {name}", flush=True)
+    # Last, the references on every test that caught something.
+    catching = {nodeid for verdict in verdicts for nodeid in verdict.catching()}
+    checks = reference_checks(root, catching, args.jobs)
+    check_runs = _run_all(checks, args.jobs)
+    passing = [(label, runs[index]) for index, (label, _, _) in enumerate(must_pass)]
+    passing += [(label, check_runs[index]) for index, (label, _, _) in enumerate(checks)]
 
     problems: list[str] = []
     print("\nmust pass:")
-    for index, (label, _, _) in enumerate(must_pass):
-        run = runs[index]
+    for label, run in passing:
         status = (
             "pass" if run.returncode == 0 and not run.problem else f"FAIL (exit {run.returncode})"
         )
         print(f"  {status:<22} {label}")
         if status != "pass":
             problems.append(f"{label} must pass: {run.problem}\n{run.output[-3000:]}")
-    verdicts = [
-        Verdict(candidate, runs[len(must_pass) + index], args.min_catches)
-        for index, (candidate, _, _) in enumerate(must_fail)
-    ]
     below = [v for v in verdicts if v.routed and v.catches < args.min_catches]
     rows = [
         (
             v.candidate.path.stem.removeprefix("bad_"),
             v.candidate.expected_owner,
             v.candidate.scope,
-            v.failed,
-            v.catches,
+            v.count(v.failed),
+            v.count(v.catches),
             ", ".join(sorted(v.owners)) or "-",
             v.label,
         )

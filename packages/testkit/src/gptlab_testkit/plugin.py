@@ -52,7 +52,15 @@ from .isolation import (
 )
 from .owners import OWNERS
 from .reporting import graded_modules, module_lines, routing_lines, scorecard_lines
-from .results import TIERS, TestResult, package_of, records_payload, results_from, write_report
+from .results import (
+    NOT_RUN,
+    TIERS,
+    TestResult,
+    package_of,
+    records_payload,
+    results_from,
+    write_report,
+)
 
 _SHARED_KEY = "gptlab_shared"
 _TIMEOUT = re.compile(r"Timeout \(>([0-9.]+)s\)")
@@ -97,6 +105,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="run tests in N processes forked after collection (0: in this process; "
         "default: CPU count, at most 4, when a candidate is swapped in, else 0)",
+    )
+    group.addoption(
+        "--gptlab-stop-once-caught",
+        default="",
+        metavar="OWNER:N",
+        help="stop the run once N tests have failed, one of them routed to OWNER (a "
+        "known-bad candidate's verdict is settled then; the rest are reported as not run)",
     )
     group.addoption(
         "--gptlab-not-rerun",
@@ -152,6 +167,18 @@ def _load_hypothesis_profile() -> None:
 
     settings.register_profile("gptlab", deadline=None, suppress_health_check=[HealthCheck.too_slow])
     settings.load_profile("gptlab")
+
+
+def _stop_rule(text: str) -> tuple[str, int] | None:
+    """`OWNER:N` of --gptlab-stop-once-caught, checked (None when not given)."""
+    if not text:
+        return None
+    owner, _, count = text.rpartition(":")
+    if owner not in OWNERS or not count.isdigit() or int(count) < 1:
+        raise pytest.UsageError(
+            f"--gptlab-stop-once-caught wants OWNER:N (a routing.toml key, N >= 1), got {text!r}"
+        )
+    return owner, int(count)
 
 
 def _owner_of(item: pytest.Item) -> str | None:
@@ -226,6 +253,12 @@ class GptlabSession:
             shared = Path(tempfile.mkdtemp(prefix="gptlab-run-"))
         self.state = SharedState(shared)
         self.watchdog = Watchdog(self.state, timeout_seconds(config))
+        self.stop_rule = _stop_rule(config.getoption("--gptlab-stop-once-caught"))
+        self.reported: set[str] = set()
+        self.session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
 
     # -- collection (serial runs and workers)
     @pytest.hookimpl(trylast=True)  # after -m / -k deselection
@@ -234,6 +267,9 @@ class GptlabSession:
         problems = [record for record in records if isinstance(record, str)]
         if problems:
             raise pytest.UsageError("unrouted tests:\n  " + "\n  ".join(problems))
+        if self.stop_rule is not None:  # the owner's tests first: the verdict settles soonest
+            owner = self.stop_rule[0]
+            items.sort(key=lambda item: _owner_of(item) != owner)
         self.results = {r.nodeid: r for r in records if isinstance(r, TestResult)}
         if _is_xdist_worker(self.config):
             self._publish_records()
@@ -340,14 +376,29 @@ class GptlabSession:
         result = self._record(report.nodeid)
         if result is None:
             return
+        self.reported.add(report.nodeid)
         result.duration += report.duration or 0.0
         if report.failed:
             if result.outcome != "failed":
                 result.reason = one_line_reason(report)
             result.outcome = "failed"
+            self._stop_if_caught()
         elif report.skipped and result.outcome != "failed":
             result.outcome = "skipped"
             result.reason = one_line_reason(report)
+
+    def _stop_if_caught(self) -> None:
+        """--gptlab-stop-once-caught: enough failures, one routed to the owner: stop.
+
+        Also in a fork-pool worker (its records hold the parent's at fork time plus its
+        own), so the worker stops after this test and the parent starts no other.
+        """
+        if self.stop_rule is None or self.session is None:
+            return
+        owner, count = self.stop_rule
+        failed = [r for r in self.results.values() if r.outcome == "failed"]
+        if len(failed) >= count and any(r.owner == owner for r in failed):
+            self.session.shouldfail = f"caught: {len(failed)} tests failed, one routed to {owner}"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -388,9 +439,17 @@ class GptlabSession:
             for line in routing:
                 terminalreporter.write_line(line)
 
+    @pytest.hookimpl(tryfirst=True)  # before the terminal summary and the report
     def pytest_sessionfinish(self) -> None:
+        if _is_worker(self.config):
+            return
+        if not self.config.option.collectonly:
+            # A test the run never reached did not pass (-x, --maxfail, Ctrl-C, a stop rule).
+            for nodeid, result in self.results.items():
+                if nodeid not in self.reported and result.outcome == "passed":
+                    result.outcome, result.reason = "skipped", NOT_RUN
         report = self.config.getoption("--gptlab-report")
-        if report and not _is_worker(self.config):
+        if report:
             write_report(Path(report), list(self.results.values()), graded_modules())
 
     def pytest_unconfigure(self) -> None:

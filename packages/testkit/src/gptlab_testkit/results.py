@@ -9,6 +9,9 @@ from typing import Literal
 
 Outcome = Literal["passed", "failed", "skipped"]
 TIERS = ("tier0", "tier1", "tier2", "tier3")
+# The reason of a selected test the run ended before reaching (-x, --maxfail, a stop rule):
+# it is reported as skipped, never as passed.
+NOT_RUN = "not run: the run stopped before this test"
 
 
 @dataclass
