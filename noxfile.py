@@ -123,14 +123,9 @@ def _sources_digest() -> str:
     return digest.hexdigest()
 
 
-@functools.cache
-def _distributions() -> tuple[str, ...]:
-    import tomllib
-
-    return tuple(
-        tomllib.loads(pyproject.read_text())["project"]["name"]
-        for pyproject in sorted(PACKAGES_DIR.glob("*/pyproject.toml"))
-    )
+# Part of every install stamp: a change to how _install installs makes every venv install
+# once more (2: a session's second install no longer uninstalls what its first installed).
+INSTALL_SCHEME = "2"
 
 
 def _install(session: nox.Session, *requirements: str, local: bool = False) -> None:
@@ -141,21 +136,63 @@ def _install(session: nox.Session, *requirements: str, local: bool = False) -> N
     installed anew when any source changed, the siblings they pull in too (neither pip nor
     uv rebuilds an installed direct-reference dependency by itself).
     """
-    wanted = hashlib.sha256("\0".join((str(session.venv_backend), *requirements)).encode())
+    key = (INSTALL_SCHEME, str(session.venv_backend), *requirements)
+    wanted = hashlib.sha256("\0".join(key).encode())
     stamp = Path(session.virtualenv.location, f".gptlab-install-{wanted.hexdigest()[:16]}")
     state = _sources_digest() if local else "index"
     if stamp.exists() and stamp.read_text() == state:
         session.log(f"already installed: {' '.join(Path(r).name for r in requirements)}")
         return
+    # Only what this call installs is refreshed: a session that installs twice (practice,
+    # bench) keeps what its first call installed.
+    fresh = sorted(_local_closure(requirements)) if local else []
     if session.venv_backend == "uv":
-        reinstall = [f"--reinstall-package={name}" for name in _distributions()] if local else []
+        reinstall = [f"--reinstall-package={name}" for name in fresh]
         session.install("--override", str(_torch_overrides()), *reinstall, *requirements)
     else:
-        if local:  # pip keeps a direct-reference sibling that is already installed
-            session.run("python", "-m", "pip", "uninstall", "--quiet", "-y", *_distributions())
-        session.install(*requirements)
+        if fresh:  # pip keeps a direct-reference sibling that is already installed
+            session.run("python", "-m", "pip", "uninstall", "--quiet", "-y", *fresh)
+        # No bytecode at install (uv writes none either): a module is compiled when first
+        # imported, and most installed modules never are.
+        session.install("--no-compile", *requirements)
     if not _no_install(session):  # under -R nox may have skipped the install just asked for
         stamp.write_text(state)
+
+
+SIBLING = "{root:parent:uri}/"  # how a package names a sibling in its pyproject.toml
+
+
+@functools.cache
+def _project(folder: Path) -> dict:
+    import tomllib
+
+    return dict(tomllib.loads((folder / "pyproject.toml").read_text())["project"])
+
+
+def _local_closure(requirements: tuple[str, ...]) -> set[str]:
+    """This repo's distributions that local requirements (``folder[extras]``) install:
+    their own and every sibling they pull in, through dependencies and asked-for extras."""
+    names: set[str] = set()
+    todo = list(requirements)
+    seen: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        if requirement in seen:
+            continue
+        seen.add(requirement)
+        folder, _, extras = requirement.partition("[")
+        project = _project(Path(folder))
+        names.add(project["name"])
+        dependencies = list(project.get("dependencies", []))
+        for extra in filter(None, extras.rstrip("]").split(",")):
+            dependencies += project.get("optional-dependencies", {}).get(extra.strip(), [])
+        for dependency in dependencies:
+            if SIBLING in dependency:
+                head, _, sibling = dependency.partition(SIBLING)
+                sibling_extras = head.split("@")[0].strip().partition("[")[2]
+                suffix = f"[{sibling_extras}" if sibling_extras else ""
+                todo.append(f"{PACKAGES_DIR / sibling.strip()}{suffix}")
+    return names
 
 
 def _no_install(session: nox.Session) -> bool:
@@ -435,7 +472,10 @@ def build(session: nox.Session) -> None:
                     external=True,
                 )
             else:
-                session.run(python, "-m", "pip", "install", "--quiet", str(wheel), external=True)
+                session.run(
+                    python, "-m", "pip", "install", "--quiet", "--no-compile", str(wheel),
+                    external=True,
+                )  # fmt: skip
             session.run(python, "-c", _IMPORT_CHECK.format(name=name), external=True)
 
 
