@@ -134,11 +134,7 @@ class Verdict:
     @property
     def catches(self) -> int:
         """Failed tests of the graded scope: contract tests (or every test, SCOPE all)."""
-        return sum(
-            result.outcome == "failed"
-            and (self.candidate.scope == "all" or result.kind == "contract")
-            for result in self.run.results
-        )
+        return len(self.catching())
 
     @property
     def routed(self) -> bool:
@@ -161,7 +157,7 @@ class Verdict:
         return f"{number}+" if self.stopped else str(number)
 
     def catching(self) -> list[str]:
-        """The node ids of the tests that caught the candidate."""
+        """The node ids of the tests that caught the candidate (see `catches`)."""
         return [
             result.nodeid
             for result in self.run.results
