@@ -117,8 +117,8 @@ def _prefill_round(
 
 
 def _over_cache_seconds(model: Any, request: Tensor, reused: int, settings: Settings) -> float:
-    """The least work a hit can do: its new tokens attending over the reused prefix, held
-    in one contiguous cache (no pool, no lookup). What a hit must beat to go faster."""
+    """The work a hit cannot skip, done the plain way: its new tokens attending over the
+    reused prefix in the model's own contiguous cache (no pool, no lookup)."""
     prefix = model(request[:, :reused], positions_from([0], reused, settings), use_cache=True)
     new_positions = torch.arange(reused, request.shape[1], device=request.device)[None]
     lengths = torch.tensor([reused], device=request.device)
