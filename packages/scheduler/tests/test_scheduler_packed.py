@@ -77,6 +77,39 @@ def test_packed_route_gives_the_padded_routes_logits_and_stored_kv(model):
 
 
 @pytest.mark.owner("mixed_batch")
+def test_many_decode_rows_of_different_lengths_attend_apart(model):
+    """Ten decode rows in one step, every context length different, beside a chunk:
+    the packed route splits them into several length groups, each padded to its own
+    longest context, over a pool that starts as NaN; the padded route is the oracle."""
+    g = model.geometry
+    caches = [
+        paged.PagedKVCache(g.n_layers, g.n_kv_heads, g.head_dim, 40, 4, device=test_device())
+        for _ in range(2)
+    ]
+    for cache in caches:
+        for key, value in cache.storage:
+            key.fill_(float("nan"))
+            value.fill_(float("nan"))
+    namespace = paged.PagedNamespace("packed-groups", "pool")
+    V = g.vocab_size
+    prompts = {f"r{i}": [(7 * i + j) % (V - 1) + 1 for j in range(i + 1)] for i in range(10)}
+    chunk = ("long", [t % V for t in (11, 12, 13, 14, 15, 16)])
+    got = []
+    for cache, runner in zip(caches, (model, WithoutSeam(model)), strict=True):
+        for rid, prompt in [*prompts.items(), chunk]:
+            assert cache.admit(rid, prompt, namespace) == 0
+        ids = list(prompts)
+        sched.forward_mixed_batch(runner, cache, ids, [(p, 0) for p in prompts.values()])
+        decodes = [([len(p) % (V - 1) + 1], len(p)) for p in prompts.values()]
+        got.append(
+            sched.forward_mixed_batch(runner, cache, [*ids, chunk[0]], [*decodes, (chunk[1], 0)])
+        )
+    packed, padded = got
+    assert packed.shape[0] == 11 and not packed.isnan().any()
+    torch.testing.assert_close(packed, padded, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.owner("mixed_batch")
 @pytest.mark.parametrize("route", ["packed", "padded"])
 def test_stale_pool_slots_never_reach_a_row(model, greedy_alone, route):
     """Every pool slot starts as NaN: a slot read outside some row's context shows."""
