@@ -38,7 +38,7 @@ from .atomic import StagedWrites, StepError
 from .batch import forward_mixed_batch
 from .policy import Policy, StepPlan
 from .request import Request
-from .sampling import next_token
+from .sampling import greedy_tokens, next_token
 
 
 @dataclass(frozen=True)
@@ -393,13 +393,18 @@ class Engine:
         A failed draw restores every generator drawn from and aborts the K/V.
         """
         drawn: list[tuple[Request, int, int | None, torch.Tensor | None]] = []
+        greedy: list[int] | None = None  # the step's argmaxes, drawn at the first greedy row
         for row, (request, tokens, _) in enumerate(plan.rows):
             if request.remaining > tokens:
                 drawn.append((request, tokens, None, None))
                 continue  # a prefill chunk short of the end: its logits are not needed
             state = request.generator.get_state() if request.temperature > 0 else None
             try:
-                token = next_token(logits_RV[row], request)
+                if request.temperature == 0.0:
+                    greedy = greedy_tokens(logits_RV) if greedy is None else greedy
+                    token = greedy[row]
+                else:
+                    token = next_token(logits_RV[row], request)
             except BaseException as error:
                 _restore_generators([*drawn, (request, tokens, None, state)])
                 staged.abort()
