@@ -364,9 +364,9 @@ def run(settings: Settings, progress: Progress) -> Section:
     engine_seconds = statistics.median(r.seconds for r in engine_runs)
     peer_seconds = {n: statistics.median(r.seconds for r in runs) for n, runs in peer_runs.items()}
     cpu = {name: statistics.median(samples) for name, samples in cpu_samples.items()}
-    round_seconds = {SERIAL: [r.seconds for r in serial_runs]}
-    round_seconds |= {name: [r.seconds for r in runs] for name, runs in peer_runs.items()}
     engine_rounds = [r.seconds for r in engine_runs]
+    round_seconds = {SERIAL: [r.seconds for r in serial_runs], ENGINE: engine_rounds}
+    round_seconds |= {name: [r.seconds for r in runs] for name, runs in peer_runs.items()}
     over_engine = {name: RoundRatios.of(t, engine_rounds) for name, t in round_seconds.items()}
     serial, engine = serial_runs[-1], engine_runs[-1]
     last_peers = {name: runs[-1] for name, runs in peer_runs.items()}
@@ -433,8 +433,7 @@ def _peer_ways(
     ways[STATIC] = lambda work: peers.static_batch(hf_model, work, settings)
     # The slowest way (eager attention: minutes a round) runs last in a round, so the
     # ways a target compares run next to the engine, on the same machine state.
-    slow = [name for name in ways if "eager" in name]
-    return {name: ways[name] for name in sorted(ways, key=slow.__contains__)}
+    return {name: ways[name] for name in sorted(ways, key=lambda name: "eager" in name)}
 
 
 SERIAL = "one at a time (`serve_generate`, `KVCache`)"
@@ -488,7 +487,7 @@ def _throughput_table(
         lines.append(
             f"| {name} | {seconds:.2f} | {generated / seconds:.0f} | "
             f"{fmt_ratio(wall[SERIAL] / seconds)} | "
-            f"{over_engine[name] if name in over_engine else fmt_ratio(1.0)} | "
+            f"{over_engine[name]} | "
             f"{cpu[name]:.2f} | {fmt_ratio(cpu[name] / cpu[ENGINE])} | {exact}/{n} |"
         )
     return [*lines, ""]
