@@ -50,7 +50,8 @@ PACKAGE_VARIABLES = {
     "scheduler": "SCHEDULER_MODULE",
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
-EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice")  # grading; the trained pair; practice
+# grading; the trained pair; practice; the repair-lane drills
+EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills")
 SLICE_PACKAGES = RUNTIME_PACKAGES[1:]  # the inference-state slice after the base model
 
 
@@ -287,10 +288,20 @@ def slice_(session: nox.Session) -> None:
     run_suites(session, SLICE_PACKAGES, "integration_tests")
 
 
+@nox.session
+def drills(session: nox.Session) -> None:
+    """Every repair-lane drill's suite (DRILL_P19_MODULE=x.py: that drill's contract only)."""
+    install_packages(session, "drills")
+    swapped = any(k.startswith("DRILL_") and v.strip() for k, v in os.environ.items())
+    contract = ["-m", "contract"] if swapped else []
+    session.run("pytest", str(PACKAGES_DIR / "drills" / "tests"), *contract, *session.posargs)
+
+
 @nox.session(default=False)
 def grade(session: nox.Session) -> None:
-    """Main job: grade the slice (references by default). `-- kv_cache attempt.py` swaps one."""
-    install_packages(session, *RUNTIME_PACKAGES)
+    """Main job: grade the slice (references by default). `-- kv_cache attempt.py` swaps one;
+    `-- p19 my_p19.py` grades a drill."""
+    install_packages(session, *RUNTIME_PACKAGES, "drills")
     session.run("python", "-m", "gptlab_testkit.grade", *session.posargs)
 
 
@@ -302,10 +313,13 @@ KNOWN_BAD_FLOOR = os.environ.get("GPTLAB_KNOWN_BAD_FLOOR", "enforce")
 @nox.session
 def known_bad(session: nox.Session) -> None:
     """Prove the ladder: known-bad candidates are caught and routed; faithful ones pass."""
-    install_packages(session, *RUNTIME_PACKAGES)
+    install_packages(session, *RUNTIME_PACKAGES, "drills")
+    drills = PACKAGES_DIR / "drills"
     session.run(
-        "python", "-m", "gptlab_testkit.known_bad", "integration_tests/known_bad",
-        "--faithful", "integration_tests/faithful", f"--floor={KNOWN_BAD_FLOOR}",
+        "python", "-m", "gptlab_testkit.known_bad",
+        "integration_tests/known_bad", str(drills / "known_bad"),
+        "--faithful", "integration_tests/faithful", "--faithful", str(drills / "faithful"),
+        "--per-drill", f"--floor={KNOWN_BAD_FLOOR}",
         *session.posargs,
     )  # fmt: skip
 

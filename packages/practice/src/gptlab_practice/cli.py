@@ -290,6 +290,8 @@ class Practice:
         return 0 if verdicts[-1].passed else 1
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
+        from gptlab_testkit.cannot_grade import hint_for
+
         from .grader import repair_target
 
         stage = mechanism.stage(verdict_.stage)
@@ -301,7 +303,7 @@ class Practice:
         elif verdict_.owner is None:
             self.say(f"{head}: FAIL  {clock}")
             self.say(f"  the attempt cannot be graded: {verdict_.reason}")
-            self.say("  every graded name must exist from stage 1 on (a stub until its stage)")
+            self.say(f"  {hint_for(verdict_.reason)}")  # the advice for that cause only
         else:
             what, repair = repair_target(verdict_.owner)
             total = verdict_.tests_passed + len(verdict_.failed)

@@ -38,14 +38,31 @@ def variable_of(package: str) -> str:
     raise KeyError(package)
 
 
-def attempt_filename(package: str) -> str:
-    """The seed's file name for an attempt: `tiny_gpt_attempt.py`, `kv_cache_attempt.py`, ..."""
+def unit_variable(unit: Mechanism) -> str:
+    """The variable a unit's attempt is graded through (`TINY_GPT_MODULE`, `DRILL_P19_MODULE`)."""
+    return unit.drill.variable if unit.drill else variable_of(unit.package)
+
+
+def attempt_filename(unit: Mechanism | str) -> str:
+    """The attempt's file name: `tiny_gpt_attempt.py` (the seed's), `p19_attempt.py` (a drill)."""
+    if isinstance(unit, Mechanism) and unit.drill:
+        return f"{unit.drill.stems[0]}_attempt.py"
+    package = unit.package if isinstance(unit, Mechanism) else unit
     stem = VARIABLES[variable_of(package)].stems[0]
     return f"{stem}_attempt.py"
 
 
-def graded_names(package: str) -> tuple[str, ...]:
+def graded_names(unit: Mechanism | str) -> tuple[str, ...]:
+    if isinstance(unit, Mechanism) and unit.drill:
+        return unit.drill.graded
+    package = unit.package if isinstance(unit, Mechanism) else unit
     return VARIABLES[variable_of(package)].required_names
+
+
+def repair_drills(owner: str, practising: str) -> tuple[str, ...]:
+    """The drills (ids) that own a failed invariant, first to start; never the unit itself."""
+    row = OWNERS.get(owner)
+    return tuple(d for d in (row.drills if row else ()) if d != practising)
 
 
 def repair_target(owner: str) -> tuple[str, str]:
@@ -82,21 +99,22 @@ def run_stage(
     grader's warm start): a check costs one torch import, paid by the command itself.
     The attempt is imported in the fork, under a time limit of its own.
     """
-    paths = [
-        str(root.resolve() / "packages" / name / "tests")
-        for name in mechanism.packages_through(stage)
-    ]
+    paths = [str(root.resolve() / suite) for suite in mechanism.suites_through(stage)]
+    # A drill's run is its own folder, whole; a mechanism's stage is narrowed by the plugin.
+    selection = (
+        []
+        if mechanism.drill
+        else ["-p", "gptlab_practice.selection", f"--practice-stage={mechanism.package}:{stage}"]
+    )
     started = time.perf_counter()
     warm_up()
     run = ForkedRun(
         paths,
-        {variable_of(mechanism.package): str(attempt.resolve())},
+        {unit_variable(mechanism): str(attempt.resolve())},
         [
             "-m",
             "contract",
-            "-p",
-            "gptlab_practice.selection",
-            f"--practice-stage={mechanism.package}:{stage}",
+            *selection,
             "-q",
             "--tb=no",
             *grading_args(timeout, memory_limit, workers),

@@ -13,6 +13,8 @@ from functools import cache
 from importlib import resources
 from pathlib import PurePosixPath
 
+from gptlab_drills.catalogue import DRILLS, Drill
+
 
 @dataclass(frozen=True)
 class TestIdentity:
@@ -102,10 +104,13 @@ class Stage:
 
 @dataclass(frozen=True)
 class Mechanism:
-    package: str  # also the name a learner types: `start tinygpt`
+    """What a learner practises: a graded mechanism, or a repair-lane drill (`drill` set)."""
+
+    package: str  # the name a learner types and the store's key: `tinygpt`, `P19`
     readme_section: str
     source: str
     stages: tuple[Stage, ...]
+    drill: Drill | None = None  # a drill: one stage, its whole contract suite
 
     def stage(self, number: int) -> Stage:
         return self.stages[number - 1]
@@ -115,7 +120,15 @@ class Mechanism:
 
     def selects(self, number: int, test: TestIdentity) -> bool:
         """Is the test part of stage `number`'s stop condition (its entries or earlier ones)?"""
+        if self.drill is not None:  # a drill's run holds only its own suite
+            return True
         return any(entry.matches(test) for entry in self.entries_through(number))
+
+    def suites_through(self, number: int) -> tuple[str, ...]:
+        """The test folders (relative to the checkout) stage `number` draws from, own first."""
+        if self.drill is not None:
+            return (f"packages/drills/tests/{self.drill.key}",)
+        return tuple(f"packages/{name}/tests" for name in self.packages_through(number))
 
     def packages_through(self, number: int) -> tuple[str, ...]:
         """The suites stage `number` draws tests from, the mechanism's own first."""
@@ -157,3 +170,25 @@ def mechanisms() -> dict[str, Mechanism]:
     """{package: Mechanism} in the order of stages.toml."""
     text = resources.files(__package__).joinpath("stages.toml").read_text(encoding="utf-8")
     return parse_stages(text)
+
+
+def drill_unit(drill: Drill) -> Mechanism:
+    """A drill as a practice unit: one stage, its time box, its whole contract suite."""
+    start = "its supplied broken artifact" if drill.kind == "debug" else "an empty file"
+    stage = Stage(
+        number=1,
+        minutes=drill.minutes,
+        build=f"{drill.title}: {', '.join(drill.graded)} from {start}, with the kit's protocol",
+        stop=f"every contract test of {drill.id} passes (packages/drills/tests/{drill.key})",
+        entries=(),
+    )
+    source = f"the kit's {drill.kind} drill {drill.id}" + (
+        f" (canonical owner {drill.owner})" if drill.owner else ""
+    )
+    return Mechanism(drill.id, "README", source, (stage,), drill)
+
+
+@cache
+def units() -> dict[str, Mechanism]:
+    """Everything a learner can practise: the mechanisms, then every drill by its id."""
+    return {**mechanisms(), **{d.id: drill_unit(d) for d in DRILLS.values()}}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STORE_NAME = "practice.sqlite3"
 
 _SCHEMA = """
@@ -62,6 +62,37 @@ CREATE TABLE notes (
 );
 """
 
+# Schema 2 (issue 35): drills and the repair link, paused stage clocks, the ledger at
+# each check, probe answers, and the kit's re-solve schedule. A v1 store gains these in
+# one transaction; every v1 row is kept (its new columns take their defaults).
+_V2 = """
+ALTER TABLE attempts ADD COLUMN kind TEXT NOT NULL DEFAULT 'mechanism'
+    CHECK (kind IN ('mechanism', 'drill'));
+ALTER TABLE attempts ADD COLUMN started_from TEXT NOT NULL DEFAULT 'empty'
+    CHECK (started_from IN ('empty', 'artifact'));
+ALTER TABLE attempts ADD COLUMN repair_of INTEGER REFERENCES attempts(id);
+ALTER TABLE attempts ADD COLUMN repair_check INTEGER REFERENCES checks(id);
+ALTER TABLE stages ADD COLUMN paused_s REAL NOT NULL DEFAULT 0;
+ALTER TABLE checks ADD COLUMN ledger_filled INTEGER;
+CREATE TABLE probe_answers (
+    check_id INTEGER NOT NULL REFERENCES checks(id),
+    number INTEGER NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    PRIMARY KEY (check_id, number)
+);
+CREATE TABLE reviews (
+    id INTEGER PRIMARY KEY,
+    item TEXT NOT NULL,                -- a mechanism (tinygpt) or a drill id (P19)
+    step TEXT NOT NULL,                -- same day, next day, 3 days, a week, owner, transfer
+    due_day TEXT NOT NULL,
+    miss_attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'superseded')),
+    done_attempt_id INTEGER REFERENCES attempts(id),
+    done_day TEXT
+);
+"""
+
 
 # Attempts with their number among the same mechanism's (what the learner sees).
 _NUMBERED = (
@@ -90,6 +121,10 @@ class Attempt:
     first_wrong_owner: str | None
     first_wrong_stage: int | None
     first_wrong_note: str | None
+    kind: str = "mechanism"  # or "drill"
+    started_from: str = "empty"  # or "artifact" (a debug drill's supplied broken file)
+    repair_of: int | None = None  # the attempt whose failed check sent the learner here
+    repair_check: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,12 +134,18 @@ class StageRecord:
     minutes: int
     started_at: datetime
     passed_at: datetime | None
+    paused_s: float = 0.0  # time spent in repair drills while the stage was open
+
+    def spent(self, now: datetime) -> float:
+        """Seconds on the stage's clock at `now` (or when it passed), drills not counted."""
+        end = self.passed_at or now
+        return (end - self.started_at).total_seconds() - self.paused_s
 
     @property
     def seconds(self) -> float | None:
         if self.passed_at is None:
             return None
-        return (self.passed_at - self.started_at).total_seconds()
+        return self.spent(self.passed_at)
 
 
 @dataclass(frozen=True)
@@ -119,6 +160,30 @@ class CheckRecord:
     failed_owner: str | None
     reason: str
     wall_s: float | None
+    ledger_filled: bool | None = None  # None: not recorded (a schema-1 check)
+
+
+@dataclass(frozen=True)
+class Review:
+    """A scheduled re-solve of an item after a miss (the kit's spacing)."""
+
+    id: int
+    item: str
+    step: str
+    due_day: str
+    miss_attempt_id: int
+    status: str
+    done_attempt_id: int | None
+    done_day: str | None
+
+
+@dataclass(frozen=True)
+class PlannedReview:
+    """A re-solve to schedule when a check records a miss: (item, step, due day)."""
+
+    item: str
+    step: str
+    due_day: str
 
 
 def _time(value: object) -> datetime | None:
@@ -141,6 +206,10 @@ def _attempt(row: sqlite3.Row) -> Attempt:
         first_wrong_owner=row["first_wrong_owner"],
         first_wrong_stage=row["first_wrong_stage"],
         first_wrong_note=row["first_wrong_note"],
+        kind=row["kind"],
+        started_from=row["started_from"],
+        repair_of=row["repair_of"],
+        repair_check=row["repair_check"],
     )
 
 
@@ -179,15 +248,24 @@ class Store:
                 f"{self.path}: written by a newer gptlab-practice (schema {version}, "
                 f"this one reads {SCHEMA_VERSION}); left untouched"
             )
-        if version == 0:
-            with self.transaction():
+        if version == SCHEMA_VERSION:
+            return
+        with self.transaction():  # creation or migration: all of it or none of it
+            # Read again under the write lock: another process may have migrated meanwhile.
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            if version == 0:
                 tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
                 if tables:
                     raise StoreError(f"{self.path}: an SQLite file that is not a practice store")
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._script(_SCHEMA)
+            if version < 2:
+                self._script(_V2)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _script(self, script: str) -> None:
+        for statement in script.split(";"):
+            if statement.strip():
+                self._db.execute(statement)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -244,6 +322,7 @@ class Store:
                 r["minutes"],
                 datetime.fromisoformat(r["started_at"]),
                 _time(r["passed_at"]),
+                r["paused_s"],
             )
             for r in rows
         ]
@@ -262,6 +341,31 @@ class Store:
                 r["failed_owner"],
                 r["reason"],
                 r["wall_s"],
+                None if r["ledger_filled"] is None else bool(r["ledger_filled"]),
+            )
+            for r in rows
+        ]
+
+    def probe_answers(self, check_id: int) -> list[tuple[int, str, str]]:
+        rows = self._read(
+            "SELECT number, question, answer FROM probe_answers WHERE check_id = ? ORDER BY number",
+            check_id,
+        )
+        return [(r["number"], r["question"], r["answer"]) for r in rows]
+
+    def reviews(self, item: str | None = None) -> list[Review]:
+        where, args = ("WHERE item = ?", (item,)) if item else ("", ())
+        rows = self._read(f"SELECT * FROM reviews {where} ORDER BY due_day, id", *args)
+        return [
+            Review(
+                r["id"],
+                r["item"],
+                r["step"],
+                r["due_day"],
+                r["miss_attempt_id"],
+                r["status"],
+                r["done_attempt_id"],
+                r["done_day"],
             )
             for r in rows
         ]
@@ -272,7 +376,16 @@ class Store:
 
     # -- writing (each one transaction)
     def start_attempt(
-        self, mechanism: str, file: Path, now: datetime, first_minutes: int, stage_count: int
+        self,
+        mechanism: str,
+        file: Path,
+        now: datetime,
+        first_minutes: int,
+        stage_count: int,
+        *,
+        kind: str = "mechanism",
+        started_from: str = "empty",
+        repair: tuple[int, int] | None = None,  # (attempt, check) that sent the learner here
     ) -> int:
         with self.transaction() as db:
             db.execute(
@@ -280,11 +393,22 @@ class Store:
                 " WHERE mechanism = ? AND status = 'active'",
                 (mechanism,),
             )
+            repair_of, repair_check = repair or (None, None)
             cursor = db.execute(
-                "INSERT INTO attempts"
-                " (mechanism, file, started_at, day, stage, stage_count, status)"
-                " VALUES (?, ?, ?, ?, 1, ?, 'active')",
-                (mechanism, str(file), now.isoformat(), now.date().isoformat(), stage_count),
+                "INSERT INTO attempts (mechanism, file, started_at, day, stage, stage_count,"
+                " status, kind, started_from, repair_of, repair_check)"
+                " VALUES (?, ?, ?, ?, 1, ?, 'active', ?, ?, ?, ?)",
+                (
+                    mechanism,
+                    str(file),
+                    now.isoformat(),
+                    now.date().isoformat(),
+                    stage_count,
+                    kind,
+                    started_from,
+                    repair_of,
+                    repair_check,
+                ),
             )
             attempt_id = int(cursor.lastrowid or 0)
             db.execute(
@@ -310,31 +434,39 @@ class Store:
         now: datetime,
         next_minutes: dict[int, int],
         note: str | None,
+        *,
+        ledger_filled: bool | None = None,
+        answers: tuple[tuple[int, str, str], ...] = (),
+        on_miss: tuple[PlannedReview, ...] = (),
     ) -> None:
         """Record a check's verdict per stage, advance the attempt, note a first wrong decision.
 
         `outcomes`: (stage, outcome, passed, failed, failed owner, reason) in stage order;
         the first updates the `running` row, the rest are rows of their own (`check --all`).
-        `next_minutes`: the budget of each stage that a pass opens.
+        `next_minutes`: the budget of each stage that a pass opens. `answers`: the probe
+        answers (number, question, answer), kept with a passing check. `on_miss`: the
+        re-solves a first wrong decision schedules (recorded only when this check makes it).
         """
         with self.transaction() as db:
             attempt_id = int(
                 db.execute("SELECT attempt_id FROM checks WHERE id = ?", (check_id,)).fetchone()[0]
             )
             attempt = _attempt(db.execute(f"{_NUMBERED} WHERE id = ?", (attempt_id,)).fetchone())
+            ledger = None if ledger_filled is None else int(ledger_filled)
             for index, (stage, outcome, passed, failed, owner, reason) in enumerate(outcomes):
-                values = (stage, outcome, passed, failed, owner, reason, wall_s)
+                values = (stage, outcome, passed, failed, owner, reason, wall_s, ledger)
                 if index == 0:
                     db.execute(
                         "UPDATE checks SET stage = ?, outcome = ?, tests_passed = ?,"
-                        " tests_failed = ?, failed_owner = ?, reason = ?, wall_s = ? WHERE id = ?",
+                        " tests_failed = ?, failed_owner = ?, reason = ?, wall_s = ?,"
+                        " ledger_filled = ? WHERE id = ?",
                         (*values, check_id),
                     )
                 else:
                     db.execute(
                         "INSERT INTO checks (attempt_id, at, stage, outcome, tests_passed,"
-                        " tests_failed, failed_owner, reason, wall_s)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        " tests_failed, failed_owner, reason, wall_s, ledger_filled)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (attempt_id, now.isoformat(), *values),
                     )
                 if outcome == "passed":
@@ -345,8 +477,66 @@ class Store:
                         " WHERE id = ?",
                         (owner, stage, attempt_id),
                     )
+                    self._schedule(db, attempt_id, on_miss)
+            if outcomes and outcomes[-1][1] == "passed":
+                db.executemany(
+                    "INSERT INTO probe_answers (check_id, number, question, answer)"
+                    " VALUES (?, ?, ?, ?)",
+                    [(check_id, *answer) for answer in answers],
+                )
             if note:
                 self._add_note(db, attempt_id, note, now)
+
+    def _schedule(
+        self, db: sqlite3.Connection, miss: int, planned: tuple[PlannedReview, ...]
+    ) -> None:
+        """A miss replaces the pending re-solves of the same items with a fresh schedule."""
+        for item in {p.item for p in planned}:
+            db.execute(
+                "UPDATE reviews SET status = 'superseded' WHERE item = ? AND status = 'pending'",
+                (item,),
+            )
+        db.executemany(
+            "INSERT INTO reviews (item, step, due_day, miss_attempt_id) VALUES (?, ?, ?, ?)",
+            [(p.item, p.step, p.due_day, miss) for p in planned],
+        )
+
+    def _complete_review(self, db: sqlite3.Connection, attempt_id: int, now: datetime) -> None:
+        """A clean finished attempt completes the oldest re-solve due by its start day.
+
+        Clean: no first wrong decision, the reference closed. One re-solve per item a
+        day; one started before its due day does not count (spacing is never faked);
+        a same-day re-solve needs an unrelated task (another item, not a repair of the
+        miss) between the miss and the re-solve.
+        """
+        attempt = _attempt(db.execute(f"{_NUMBERED} WHERE id = ?", (attempt_id,)).fetchone())
+        if attempt.first_wrong_owner or attempt.reference_opened_at:
+            return
+        already = db.execute(
+            "SELECT 1 FROM reviews WHERE item = ? AND status = 'done' AND done_day = ?",
+            (attempt.mechanism, attempt.day),
+        ).fetchone()
+        if already:
+            return
+        review = db.execute(
+            "SELECT * FROM reviews WHERE item = ? AND status = 'pending' AND due_day <= ?"
+            " AND miss_attempt_id < ? ORDER BY due_day, id LIMIT 1",
+            (attempt.mechanism, attempt.day, attempt.id),
+        ).fetchone()
+        if review is None:
+            return
+        if review["step"] == "same day" and review["due_day"] == attempt.day:
+            unrelated = db.execute(
+                "SELECT 1 FROM attempts WHERE id > ? AND id < ? AND mechanism != ?"
+                " AND coalesce(repair_of, 0) != ?",
+                (review["miss_attempt_id"], attempt.id, attempt.mechanism, review["miss_attempt_id"]),
+            ).fetchone()
+            if not unrelated:
+                return
+        db.execute(
+            "UPDATE reviews SET status = 'done', done_attempt_id = ?, done_day = ? WHERE id = ?",
+            (attempt.id, attempt.day, review["id"]),
+        )
 
     def _pass_stage(
         self,
@@ -366,6 +556,13 @@ class Store:
                 "UPDATE attempts SET status = 'done', finished_at = ?, stage = ? WHERE id = ?",
                 (now.isoformat(), stage, attempt.id),
             )
+            self._complete_review(db, attempt.id, now)
+            if attempt.repair_of is not None:  # the drill's time leaves the stage's clock
+                db.execute(
+                    "UPDATE stages SET paused_s = paused_s + ? WHERE attempt_id = ?"
+                    " AND passed_at IS NULL",
+                    ((now - attempt.started_at).total_seconds(), attempt.repair_of),
+                )
             return
         db.execute("UPDATE attempts SET stage = ? WHERE id = ?", (stage + 1, attempt.id))
         db.execute(

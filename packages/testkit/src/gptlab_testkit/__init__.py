@@ -19,10 +19,9 @@ from .boundary import (
     state_fingerprint,
 )
 from .candidates import VARIABLES, CandidateError, candidate, load_candidate
-from .grade import grading_args
 from .owners import OWNERS, Owner
 from .results import TestResult
-from .suites import ForkedRun, SuiteRun, run_pytest, warm_up
+from .suites import ForkedRun, SuiteRun, grading_args, run_pytest, warm_up
 from .tensors import (
     ATOL,
     RTOL,

@@ -7,7 +7,10 @@ go on `sys.path`: the project's tests would import the candidate's `cache_aware_
 
 Instead every candidate module executes with its own `__builtins__`, whose
 `__import__` resolves a top-level name found in the candidate's folder to the
-candidate's file, and everything else exactly as usual. The project's tests and
+candidate's file, a seed lab name the folder lacks (`tiny_gpt`, `cache_aware_lm`,
+`kv_cache`, `prefix_cache`, `chunked_prefill`, `speculative_decoding`) to this project's
+reference under the seed's names (`seed_modules`: a one-file attempt needs no sibling
+written first), and everything else exactly as usual. The project's tests and
 references keep their ordinary imports, in the same process. Candidate modules are
 registered in `sys.modules` under private names (`gptlab_candidate_<stem>_<tag>`),
 never under the plain names.
@@ -26,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from .seed_modules import SEED_MODULES, seed_module
 
 ATTEMPT_SUFFIX = "_attempt"
 
@@ -94,6 +99,8 @@ class AttemptFolder:
                     name=name,
                 )
             return self.load(self.siblings[top])
+        if level == 0 and name in SEED_MODULES:
+            return seed_module(name)  # a seed lab the folder lacks: the reference stands in
         return builtins.__import__(name, importer_globals, importer_locals, fromlist or (), level)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 from .attempts import ATTEMPT_SUFFIX, load_attempt_file
+from .cannot_grade import import_cause
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,20 @@ class Variable:
     required_names: tuple[str, ...]
     # File stems an attempt folder may use for it (the seed's lab name first).
     file_stems: tuple[str, ...] = ()
+    # Its contract suite, relative to the repository root (default packages/<package>/tests).
+    tests: str = ""
 
     @property
     def stems(self) -> tuple[str, ...]:
         return self.file_stems or (self.package,)
+
+    @property
+    def suite(self) -> Path:
+        return Path(self.tests or f"packages/{self.package}/tests")
+
+    @property
+    def is_drill(self) -> bool:
+        return self.name.startswith(DRILL_PREFIX)
 
 
 VARIABLES: dict[str, Variable] = {
@@ -73,7 +84,37 @@ VARIABLES: dict[str, Variable] = {
     )
 }
 
+DRILL_PREFIX = "DRILL_"
+
+
+def _drill_variables() -> list[Variable]:
+    """One variable per repair-lane drill (DRILL_P19_MODULE), when gptlab-drills is installed.
+
+    Its catalogue is the one record of a drill's graded names and file stems; the
+    drill's suite is packages/drills/tests/<id>, its scorecard row the lower-case id.
+    """
+    try:
+        from gptlab_drills.catalogue import DRILLS
+    except ImportError:
+        return []
+    return [
+        Variable(
+            drill.variable,
+            drill.key,
+            drill.module,
+            drill.graded,
+            drill.stems,
+            tests=f"packages/drills/tests/{drill.key}",
+        )
+        for drill in DRILLS.values()
+    ]
+
+
+VARIABLES.update((variable.name, variable) for variable in _drill_variables())
+
 VARIABLE_BY_PACKAGE: dict[str, Variable] = {v.package: v for v in VARIABLES.values()}
+# The mechanisms' variables: the ladder `grade` runs when no candidate is given.
+MECHANISM_VARIABLES = tuple(name for name, v in VARIABLES.items() if not v.is_drill)
 
 
 def folder_assignments(folder: Path) -> dict[str, Path]:
@@ -130,9 +171,10 @@ def _innermost_user_frame(error: BaseException) -> str:
     """' (file.py:line)' of the deepest frame outside the import machinery, if any."""
     where = ""
     tb = error.__traceback__
+    here = str(Path(__file__).parent)  # this package's loader frames are not the user's
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith("<frozen") and "importlib" not in filename:
+        if not filename.startswith(("<frozen", here)) and "importlib" not in filename:
             where = f" ({Path(filename).name}:{tb.tb_lineno})"
         tb = tb.tb_next
     if isinstance(error, SyntaxError):
@@ -152,11 +194,8 @@ def load_candidate(variable: str) -> ModuleType:
     try:
         module = import_spec(spec)
     except Exception as error:  # any failure of a stranger's module is reported, not raised
-        where = _innermost_user_frame(error)
-        raise CandidateError(
-            f"{variable}={spec}: module could not be imported: "
-            f"{type(error).__name__}: {error}{where}"
-        ) from None
+        cause = import_cause(error, _innermost_user_frame(error))
+        raise CandidateError(f"{variable}={spec}: module could not be imported: {cause}") from None
     missing = [name for name in VARIABLES[variable].required_names if not hasattr(module, name)]
     if missing:
         raise CandidateError(

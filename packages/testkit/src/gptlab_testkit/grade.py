@@ -48,9 +48,16 @@ from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments, sele
 from .plugin import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
 from .reporting import graded_modules, module_lines
 from .results import package_of, write_gradescope, write_report
-from .suites import ForkedRun, SuiteRun, suite_paths, warm_up
+from .suites import (
+    ForkedRun,
+    SuiteRun,
+    drill_suite_paths,
+    grading_args,
+    suite_paths,
+    warm_up,
+)
 
-__all__ = ["DEFAULT_MEMORY_MIB", "DEFAULT_TIMEOUT_S", "default_workers"]
+__all__ = ["DEFAULT_MEMORY_MIB", "DEFAULT_TIMEOUT_S", "default_workers", "grading_args"]
 
 
 USAGE = __doc__ or ""
@@ -65,7 +72,11 @@ def _variable_for(key: str) -> str:
         return key
     if key in VARIABLE_BY_PACKAGE:
         return VARIABLE_BY_PACKAGE[key].name
-    known = ", ".join(VARIABLE_BY_PACKAGE)
+    if key.lower() in VARIABLE_BY_PACKAGE and VARIABLE_BY_PACKAGE[key.lower()].is_drill:
+        return VARIABLE_BY_PACKAGE[key.lower()].name  # a drill id in any case: P19, p19
+    packages = ", ".join(p for p, v in VARIABLE_BY_PACKAGE.items() if not v.is_drill)
+    drills = ", ".join(p for p, v in VARIABLE_BY_PACKAGE.items() if v.is_drill)
+    known = packages + (f"; a drill: {drills}" if drills else "")
     raise UsageError(f"unknown package {key!r}: expected one of {known} (or a *_MODULE variable)")
 
 
@@ -146,27 +157,23 @@ def swapped_variables(assignments: dict[str, str]) -> set[str]:
 def selection(
     root: Path, assignments: dict[str, str], full: bool = False
 ) -> tuple[list[str], list[str]]:
-    """(test paths to run, packages left to the references' verdict) for these candidates."""
+    """(test paths to run, packages left to the references' verdict) for these candidates.
+
+    A drill's suite joins the run only when that drill is graded; a run that grades
+    drills alone lists no mechanism as `reference, not re-run`.
+    """
     paths = suite_paths(root)
+    drills = drill_suite_paths(root, sorted(assignments))
     swapped = swapped_variables(assignments)
     if full or not swapped:
-        return paths, []
-    return select_test_files(paths, swapped), ladder_packages(paths)
+        return paths + drills, []
+    ladder = ladder_packages(paths) if any(not VARIABLES[v].is_drill for v in swapped) else []
+    return select_test_files(paths + drills, swapped), ladder
 
 
 def ladder_packages(paths: list[str]) -> list[str]:
     """The package of every suite folder (the scorecard lists each)."""
     return [package_of(Path(path) / "x") for path in paths]
-
-
-def grading_args(timeout: float, memory_limit: int, workers: int) -> list[str]:
-    """pytest options that let a run survive its candidate (shared with the ladder)."""
-    return [
-        f"--gptlab-workers={workers}",  # forked after collection (isolation.ForkPool)
-        f"--timeout={timeout:g}",
-        "--timeout-method=signal",
-        f"--gptlab-memory-limit={memory_limit}",
-    ]
 
 
 def main(argv: list[str]) -> int:

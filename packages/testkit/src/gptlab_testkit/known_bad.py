@@ -57,7 +57,7 @@ from .grade import DEFAULT_TIMEOUT_S, grading_args
 from .owners import OWNERS
 from .reporting import failed_owners, table
 from .results import NOT_RUN, package_of
-from .suites import ForkedRun, SuiteRun, side_by_side, suite_paths, warm_up
+from .suites import ForkedRun, SuiteRun, drill_suite_paths, side_by_side, suite_paths, warm_up
 
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
 SCOPES = {"contract": ("-m", "contract", *_QUIET_ARGS), "all": _QUIET_ARGS}
@@ -68,6 +68,10 @@ TIMEOUTS = {"in-process": DEFAULT_TIMEOUT_S, "isolated": ISOLATED_TIMEOUT_S}
 RUNS = tuple(TIMEOUTS)
 # Each known-bad candidate must fail at least this many tests of its graded scope.
 MIN_CATCHES = 3
+# ... and a drill's candidate this many (a drill's whole suite is a dozen tests or so).
+DRILL_MIN_CATCHES = 2
+# With --per-drill, every drill needs this many known-bad and faithful candidates.
+DRILL_KNOWN_BAD, DRILL_FAITHFUL = 2, 1
 # A run that takes longer than this is stopped (a candidate hanging while imported).
 RUN_LIMIT_S = 900.0
 
@@ -83,7 +87,14 @@ class KnownBad:
 
     @property
     def suite(self) -> Path:
-        return Path("packages") / VARIABLES[self.variable].package / "tests"
+        return VARIABLES[self.variable].suite
+
+    def floor(self, min_catches: int) -> int:
+        """Tests it must fail: a drill's suite is one screen of tests, so its floor is
+        DRILL_MIN_CATCHES (never above the mechanisms' --min-catches)."""
+        if VARIABLES[self.variable].is_drill:
+            return min(min_catches, DRILL_MIN_CATCHES)
+        return min_catches
 
 
 def _manifest(path: Path) -> dict[str, str]:
@@ -227,14 +238,31 @@ def _run(
 
 
 def selected(root: Path, variables: set[str]) -> list[str]:
-    """The test files grade selects for these variables."""
-    return select_test_files(suite_paths(root), variables)
+    """The test files grade selects for these variables (a drill's suite among them)."""
+    paths = suite_paths(root) + drill_suite_paths(root, sorted(variables))
+    return select_test_files(paths, variables)
 
 
 def own_suite_first(files: list[str], candidate: KnownBad) -> list[str]:
     """The candidate's own package's tests first: a stopping run is settled soonest."""
     own = VARIABLES[candidate.variable].package
     return sorted(files, key=lambda file: package_of(Path(file)) != own)
+
+
+def drill_coverage(candidates: list[KnownBad], faithful: list[Faithful]) -> list[str]:
+    """Drills with fewer than DRILL_KNOWN_BAD known-bad or DRILL_FAITHFUL faithful candidates."""
+    problems = []
+    for name, variable in VARIABLES.items():
+        if not variable.is_drill:
+            continue
+        bad = sum(candidate.variable == name for candidate in candidates)
+        good = sum(name in candidate.modules for candidate in faithful)
+        if bad < DRILL_KNOWN_BAD or good < DRILL_FAITHFUL:
+            problems.append(
+                f"drill {variable.package}: {bad} known-bad (need {DRILL_KNOWN_BAD}), "
+                f"{good} faithful (need {DRILL_FAITHFUL})"
+            )
+    return problems
 
 
 def reference_shares(nodeids: set[str], jobs: int) -> list[list[str]]:
@@ -281,9 +309,21 @@ def _run_all(jobs: list[tuple[str, Start, int]], workers: int) -> dict[int, Suit
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="known_bad", description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path, help="folder of bad_*.py candidates")
     parser.add_argument(
-        "--faithful", type=Path, help="folder of good_*.py faithful candidates that must pass"
+        "folders", type=Path, nargs="+", metavar="folder", help="folders of bad_*.py candidates"
+    )
+    parser.add_argument(
+        "--faithful",
+        type=Path,
+        action="append",
+        default=[],
+        help="folder of good_*.py faithful candidates that must pass (repeatable)",
+    )
+    parser.add_argument(
+        "--per-drill",
+        action="store_true",
+        help=f"every drill needs {DRILL_KNOWN_BAD} known-bad and {DRILL_FAITHFUL} faithful "
+        "candidates (graded with -k too)",
     )
     parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
@@ -307,12 +347,21 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
 
-    paths = sorted(p for p in args.folder.glob("bad_*.py") if args.only in p.stem)
+    every = sorted(p for folder in args.folders for p in folder.glob("bad_*.py"))
+    paths = [p for p in every if args.only in p.stem]
     if not paths:
-        print(f"known_bad: no bad_*.py candidates in {args.folder}", file=sys.stderr)
+        print(f"known_bad: no bad_*.py candidates in {args.folders}", file=sys.stderr)
         return 2
     candidates = [read_known_bad(path) for path in paths]
-    faithful = faithful_candidates(args.faithful, args.only)
+    faithful = [c for folder in args.faithful for c in faithful_candidates(folder, args.only)]
+    coverage = (
+        drill_coverage(
+            [read_known_bad(path) for path in every],
+            [c for folder in args.faithful for c in faithful_candidates(folder)],
+        )
+        if args.per_drill
+        else []
+    )
     root = Path.cwd()
 
     started = time.perf_counter()
@@ -326,7 +375,8 @@ def main(argv: list[str]) -> int:
     for candidate in candidates:
         files = own_suite_first(selected(root, {candidate.variable}), candidate)
         env = {candidate.variable: str(candidate.path.resolve())}
-        stop = () if args.full_counts else (_stop_option(candidate, args.min_catches),)
+        floor = candidate.floor(args.min_catches)
+        stop = () if args.full_counts else (_stop_option(candidate, floor),)
         start = _run(files, env, candidate.scope, candidate.run, extra=stop)
         must_fail.append((candidate, start, len(files)))
 
@@ -334,7 +384,7 @@ def main(argv: list[str]) -> int:
     jobs += [(c.path.stem, s, n) for c, s, n in must_fail]
     runs = _run_all(jobs, args.jobs)
     verdicts = [
-        Verdict(candidate, runs[len(must_pass) + index], args.min_catches)
+        Verdict(candidate, runs[len(must_pass) + index], candidate.floor(args.min_catches))
         for index, (candidate, _, _) in enumerate(must_fail)
     ]
     # Last, the references on every test that caught something.
@@ -353,7 +403,7 @@ def main(argv: list[str]) -> int:
         print(f"  {status:<22} {label}")
         if status != "pass":
             problems.append(f"{label} must pass: {run.problem}\n{run.output[-3000:]}")
-    below = [v for v in verdicts if v.routed and v.catches < args.min_catches]
+    below = [v for v in verdicts if v.routed and v.catches < v.min_catches]
     rows = [
         (
             v.candidate.path.stem.removeprefix("bad_"),
@@ -381,12 +431,13 @@ def main(argv: list[str]) -> int:
             )
     fewest = sorted(verdicts, key=lambda v: (v.catches, v.candidate.path.stem))[:8]
     print("\nfewest catches: " + ", ".join(f"{v.candidate.path.stem} {v.catches}" for v in fewest))
-    floor = f"each must fail >= {args.min_catches} tests, " + (
+    drill_floor = min(args.min_catches, DRILL_MIN_CATCHES)
+    floor = f"each must fail >= {args.min_catches} tests (a drill's >= {drill_floor}), " + (
         "enforced" if args.floor == "enforce" else "reported only"
     )
     if below:
         names = ", ".join(f"{v.candidate.path.stem} ({v.catches})" for v in below)
-        print(f"below the floor of {args.min_catches} catches: {names}")
+        print(f"below their floor of catches: {names}")
     caught = (
         sum(v.routed for v in verdicts)
         if args.floor == "report"
@@ -396,6 +447,9 @@ def main(argv: list[str]) -> int:
     print(f"known-bad caught: {caught}/{len(verdicts)} ({floor})  ({elapsed:.0f} s)")
     if faithful:
         print(f"faithful candidates graded: {len(faithful)} (each must pass)")
+    if args.per_drill:
+        print(f"drills without enough candidates: {len(coverage)}")
+        problems += coverage
     for problem in problems:
         print(f"\n{problem}", file=sys.stderr)
     return 0 if not problems else 1

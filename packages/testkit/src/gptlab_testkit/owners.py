@@ -15,13 +15,19 @@ class Owner:
     package: str
     mechanism: str
     repair: str
+    # Repair-lane drills that own the failed invariant (ids such as "P19"), first to start.
+    drills: tuple[str, ...] = ()
 
 
 def _load() -> dict[str, Owner]:
     text = resources.files(__package__).joinpath("routing.toml").read_text(encoding="utf-8")
     return {
         key: Owner(
-            key=key, package=row["package"], mechanism=row["mechanism"], repair=row["repair"]
+            key=key,
+            package=row["package"],
+            mechanism=row["mechanism"],
+            repair=row["repair"],
+            drills=tuple(row.get("drills", ())),
         )
         for key, row in tomllib.loads(text).items()
     }

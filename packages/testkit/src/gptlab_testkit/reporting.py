@@ -27,9 +27,11 @@ def graded_modules() -> dict[str, str]:
 
 
 def module_lines() -> list[str]:
+    """Every mechanism's variable, and the drills' that are swapped (32 references is noise)."""
     rows = [
         (name, spec, "reference" if is_reference(name) else "CANDIDATE")
         for name, spec in graded_modules().items()
+        if not VARIABLES[name].is_drill or not is_reference(name)
     ]
     return table(("variable", "module", "role"), rows)
 
@@ -78,9 +80,21 @@ def routing_lines(results: Sequence[TestResult]) -> list[str]:
         lines.append(f"{key}  [{package}] {mechanism}  ({len(failed[key])} failed)")
         if owner:
             lines.append(f"    repair: {owner.repair}")
+            if owner.drills and owner.package != "drills":
+                lines.append(f"    drills: {drill_labels(owner.drills)}")
         for line in failed[key]:
             lines.append(f"    - {line}")
     return lines
+
+
+def drill_labels(drill_ids: Sequence[str]) -> str:
+    """`P19 single-token decode attention (45m), ...`: the repair drills, first to start
+    first (titles and time boxes from gptlab-drills' catalogue when it is installed)."""
+    try:
+        from gptlab_drills.catalogue import DRILLS
+    except ImportError:
+        return ", ".join(drill_ids)
+    return ", ".join(DRILLS[i].label if i in DRILLS else i for i in drill_ids)
 
 
 def failed_owners(results: Iterable[TestResult]) -> set[str]:
@@ -90,6 +104,7 @@ def failed_owners(results: Iterable[TestResult]) -> set[str]:
 __all__ = [
     "NOT_RERUN",
     "TIERS",
+    "drill_labels",
     "failed_owners",
     "graded_modules",
     "module_lines",

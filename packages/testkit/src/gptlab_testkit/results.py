@@ -30,12 +30,15 @@ class TestResult:
 
 
 def package_of(path: Path) -> str:
-    """`packages/<name>/tests/...` -> name; `integration_tests/...` -> integration."""
+    """`packages/<name>/tests/...` -> name; `integration_tests/...` -> integration;
+    a drill's suite `packages/drills/tests/<id>/...` -> its id (one scorecard row per drill)."""
     parts = path.parts
     if "integration_tests" in parts:
         return "integration"
     if "packages" in parts:
         index = len(parts) - 1 - parts[::-1].index("packages")
+        if parts[index + 1 : index + 3] == ("drills", "tests") and index + 4 < len(parts):
+            return parts[index + 3]
         if index + 1 < len(parts):
             return parts[index + 1]
     return path.parent.name

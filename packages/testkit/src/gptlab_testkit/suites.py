@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .candidates import VARIABLE_BY_PACKAGE, VARIABLES
+from .candidates import MECHANISM_VARIABLES, VARIABLES
 from .results import TestResult, read_report
 
-RUNTIME_PACKAGES = tuple(VARIABLE_BY_PACKAGE)
+RUNTIME_PACKAGES = tuple(VARIABLES[name].package for name in MECHANISM_VARIABLES)
 
 
 def suite_paths(root: Path, packages: Sequence[str] = RUNTIME_PACKAGES) -> list[str]:
@@ -36,6 +36,22 @@ def suite_paths(root: Path, packages: Sequence[str] = RUNTIME_PACKAGES) -> list[
     paths = [root / "packages" / name / "tests" for name in packages]
     paths.append(root / "integration_tests")
     return [str(path) for path in paths if path.is_dir()]
+
+
+def drill_suite_paths(root: Path, variables: Sequence[str]) -> list[str]:
+    """The suite folders of the drills among these variables (packages/drills/tests/<id>)."""
+    suites = [root / VARIABLES[name].suite for name in variables if VARIABLES[name].is_drill]
+    return [str(path) for path in suites if path.is_dir()]
+
+
+def grading_args(timeout: float, memory_limit: int, workers: int) -> list[str]:
+    """pytest options that let a run survive its candidate (grade, the ladder, practice)."""
+    return [
+        f"--gptlab-workers={workers}",  # forked after collection (isolation.ForkPool)
+        f"--timeout={timeout:g}",
+        "--timeout-method=signal",
+        f"--gptlab-memory-limit={memory_limit}",
+    ]
 
 
 @dataclass
@@ -102,7 +118,6 @@ _PRELOAD = (
     "pytest",
     "_pytest.pytester",
     "hypothesis",
-    "_hypothesis_pytestplugin",
     "pytest_timeout",
     "xdist.plugin",
     "gptlab_testkit.plugin",
@@ -141,11 +156,21 @@ def warm_up() -> None:
 
 def _scan_hypothesis_constants() -> None:
     """Hypothesis reads the constants of every newly imported local module at collection
-    (~1.5 s for torch's); read them once here, so a forked run reads only its own."""
+    (~1.5 s for torch's); read them once here, so a forked run reads only its own.
+
+    The scan writes hypothesis's storage, so it runs before hypothesis's pytest plugin is
+    imported: that import marks the process as initialising until a session starts, and a
+    scan after it is the side effect HypothesisSideeffectWarning reports. The scan is done
+    on purpose before any plugin: the plugin's import then starts its initialisation afresh.
+    """
     with contextlib.suppress(ImportError, AttributeError):
+        from hypothesis.configuration import notice_initialization_restarted
         from hypothesis.internal.conjecture.providers import _get_local_constants
 
         _get_local_constants()
+        notice_initialization_restarted(warn=False)
+    with contextlib.suppress(ImportError):
+        importlib.import_module("_hypothesis_pytestplugin")  # preloaded, like _PRELOAD
 
 
 def _exit_code(status: int) -> int:

@@ -1,0 +1,107 @@
+"""Slow oracles and call guards the drill suites share (written once, used by every drill).
+
+An oracle here is the simplest code that is obviously right: Python loops over rows,
+heads and positions in float64, never the vectorised form a candidate writes. Guards
+check behaviours a result alone cannot show: that a call left its inputs alone, or
+never concatenated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.overrides import TorchFunctionMode
+
+from .boundary import TensorState, tensor_state
+from .tensors import test_device
+
+
+def seeded(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Standard-normal values from their own generator (no global RNG), on the test device."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype).to(test_device())
+
+
+def loop_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor) -> Tensor:
+    """softmax(q k^T / sqrt(D)) v, one query at a time, in float64.
+
+    q [B, Hq, L, D]; k, v [B, Hkv, S, D] with query head h reading kv head
+    h // (Hq // Hkv); allowed: bool, broadcastable to [B, Hq, L, S] (True = may attend).
+    Returns float64 [B, Hq, L, D]; a query with no allowed key is an AssertionError.
+    """
+    B, Hq, L, D = q.shape
+    Hkv, S = k.shape[1], k.shape[2]
+    group = Hq // Hkv
+    mask = torch.broadcast_to(allowed.bool(), (B, Hq, L, S)).tolist()
+    qs, ks, vs = q.double().tolist(), k.double().tolist(), v.double().tolist()
+    out = torch.zeros(B, Hq, L, D, dtype=torch.float64)
+    for b in range(B):
+        for h in range(Hq):
+            kv = h // group
+            for i in range(L):
+                keys = [j for j in range(S) if mask[b][h][i][j]]
+                assert keys, f"row {b}, head {h}, query {i}: no key may be attended"
+                scores = [
+                    sum(x * y for x, y in zip(qs[b][h][i], ks[b][kv][j], strict=True))
+                    / math.sqrt(D)
+                    for j in keys
+                ]
+                top = max(scores)
+                weights = [math.exp(s - top) for s in scores]
+                total = sum(weights)
+                for d in range(D):
+                    out[b, h, i, d] = sum(
+                        w * vs[b][kv][j][d] for w, j in zip(weights, keys, strict=True)
+                    ) / total
+    return out.to(q.device)
+
+
+class _ForbiddenCalls(TorchFunctionMode):
+    def __init__(self, forbidden: Iterable[Callable[..., Any]]) -> None:
+        super().__init__()
+        self.forbidden = set(forbidden)
+        self.seen: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        if func in self.forbidden:
+            self.seen.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+CONCATENATIONS = (torch.cat, torch.concat, torch.concatenate, torch.stack, torch.hstack,
+                  torch.vstack, torch.dstack)  # fmt: skip
+
+
+@contextlib.contextmanager
+def forbidding(*functions: Callable[..., Any], what: str = "call") -> Iterator[None]:
+    """Fail if any of these torch functions is called inside the block (e.g. CONCATENATIONS)."""
+    mode = _ForbiddenCalls(functions)
+    with mode:
+        yield
+    assert not mode.seen, f"{what}: called {', '.join(sorted(set(mode.seen)))}"
+
+
+@contextlib.contextmanager
+def inputs_untouched(**tensors: Tensor) -> Iterator[None]:
+    """The named tensors keep their values, shapes, strides and storage through the block
+    (also when it raises: a rejected call must not have written first)."""
+    before: dict[str, TensorState] = {name: tensor_state(t) for name, t in tensors.items()}
+    try:
+        yield
+    finally:
+        for name, tensor in tensors.items():
+            assert tensor_state(tensor) == before[name], f"{name} was written by the call"
+
+
+__all__ = [
+    "CONCATENATIONS",
+    "forbidding",
+    "inputs_untouched",
+    "loop_attention",
+    "seeded",
+]
