@@ -255,6 +255,8 @@ for _tier in range(4):
 def testkit(session: nox.Session) -> None:
     """The grading machinery's own tests."""
     install_packages(session, "testkit", extras="")
+    # The Gradescope test grades a real kv_cache submission (kv_cache's suites and siblings).
+    install_packages(session, *RUNTIME_PACKAGES)
     session.run("pytest", str(PACKAGES_DIR / "testkit" / "tests"), *session.posargs)
 
 
@@ -303,6 +305,13 @@ def grade(session: nox.Session) -> None:
     `-- p19 my_p19.py` grades a drill."""
     install_packages(session, *RUNTIME_PACKAGES, "drills")
     session.run("python", "-m", "gptlab_testkit.grade", *session.posargs)
+
+
+@nox.session(default=False)
+def gradescope(session: nox.Session) -> None:
+    """The Gradescope autograder zip: `nox -s gradescope -- --points 100` (examples/gradescope)."""
+    install_packages(session, "testkit", extras="")
+    session.run("python", "examples/gradescope/build_zip.py", *session.posargs)
 
 
 # Each known-bad candidate must fail at least MIN_CATCHES (3) contract tests. "report"
@@ -490,7 +499,8 @@ def build(session: nox.Session) -> None:
                     python, "-m", "pip", "install", "--quiet", "--no-compile", str(wheel),
                     external=True,
                 )  # fmt: skip
-            session.run(python, "-c", _IMPORT_CHECK.format(name=name), external=True)
+            # -W error: a lone install imports without a warning (numpy declared beside torch)
+            session.run(python, "-W", "error", "-c", _IMPORT_CHECK.format(name=name), external=True)
 
 
 # Every name a package exports must resolve once installed alone.

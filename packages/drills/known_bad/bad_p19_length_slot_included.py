@@ -6,6 +6,7 @@ VARIABLE = "DRILL_P19_MODULE"
 EXPECTED_OWNER = "p19"
 
 p19 = mutated_module(
-    "gptlab_drills.p19", [("slots[None, :] >= lengths[:, None]", "slots[None, :] > lengths[:, None]")]
+    "gptlab_drills.p19",
+    [("slots[None, :] >= lengths[:, None]", "slots[None, :] > lengths[:, None]")],
 )
 globals().update(export_with("gptlab_drills.p19", p19))

@@ -9,7 +9,7 @@ EXPECTED_OWNER = "p19"
 
 
 def decode_attention(q, k_cache, v_cache, lengths):
-    B, Hq, T, D = q.shape
+    B, Hq, T, _ = q.shape
     Hkv, S = k_cache.shape[1], k_cache.shape[2]
     if T != 1:
         raise ValueError("q must have one token")

@@ -91,7 +91,9 @@ def find(drill_id: str) -> Drill:
         raise TypeError(f"drill_id must be a str, got {type(drill_id).__name__}")
     drill = DRILLS.get(drill_id.strip().upper())
     if drill is None:
-        raise ValueError(f"drill_id {drill_id!r} is not a drill: expected one of {', '.join(DRILLS)}")
+        raise ValueError(
+            f"drill_id {drill_id!r} is not a drill: expected one of {', '.join(DRILLS)}"
+        )
     return drill
 
 

@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import CONCATENATIONS, forbidding, inputs_untouched, loop_attention, seeded
+from gptlab_testkit.oracles import (
+    CONCATENATIONS,
+    forbidding,
+    inputs_untouched,
+    loop_attention,
+    seeded,
+)
 
 drill = candidate("DRILL_P19_MODULE")
 
@@ -44,9 +50,7 @@ def test_decode_equals_the_last_row_of_full_causal_attention():
     q, k, v = (seeded(B, H, L, D, seed=s) for s in (1, 2, 3))
     full = F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    got = decode(
-        q[:, :, -1:], padded(k, capacity, 4), padded(v, capacity, 5), long([L, L])
-    )
+    got = decode(q[:, :, -1:], padded(k, capacity, 4), padded(v, capacity, 5), long([L, L]))
 
     assert got.shape == (B, H, 1, D)
     assert_close(got, full[:, :, -1:], "decode output vs last row of full attention")
@@ -175,9 +179,7 @@ def test_more_than_one_query_token_is_rejected():
 def test_key_and_value_caches_of_different_shapes_are_rejected():
     call = {**valid_call(), "v_cache": seeded(2, 2, 4, 4, seed=29)}
     with inputs_untouched(**call):
-        assert_rejects(
-            lambda: drill.decode_attention(**call), ValueError, ("v_cache", "k_cache")
-        )
+        assert_rejects(lambda: drill.decode_attention(**call), ValueError, ("v_cache", "k_cache"))
 
 
 def test_lengths_of_the_wrong_batch_size_are_rejected():

@@ -1,10 +1,13 @@
 """gptlab-practice: timed blank-editor stages over the grader (`nox -s practice -- COMMAND`).
 
-    start MECH [--new]              an empty attempt file, stage 1 printed
-    check [MECH] [--all] [--note T] grade the current stage (--all: on until one fails)
-    reveal [MECH]                   where the reference is; marks it opened
-    status                          every mechanism: attempt, stage, time, learned
-    history [MECH]                  a table per mechanism and <home>/history.png
+    start ITEM [--new]              an empty attempt file (a mechanism or a drill: P19)
+    check [ITEM] [--all] [--note T] grade the current stage (--all: on until one fails)
+    repair [ITEM]                   start the drill that owns the last failure
+    watch [ITEM]                    re-check on every save, one live screen
+    due                             the re-solves due today, oldest first
+    reveal [ITEM]                   where the reference is; marks it opened
+    status                          every item: attempt, stage, time, next re-solve, learned
+    history [ITEM]                  a table per item and <home>/history.png
 
 The home folder is --home, else $GPTLAB_PRACTICE_HOME, else ./practice/. Exit status:
 0 done (a check passed), 1 a check failed or a command refused, 2 usage, 3 store error.
@@ -23,8 +26,8 @@ from typing import TYPE_CHECKING, TypedDict
 
 from .history import PLOT_NAME, duration, plot, table
 from .learned import verdict
-from .stages import Mechanism, mechanisms
-from .store import STORE_NAME, Attempt, StageRecord, Store, StoreError
+from .stages import Mechanism, mechanisms, units
+from .store import STORE_NAME, Attempt, CheckRecord, Review, StageRecord, Store, StoreError
 
 if TYPE_CHECKING:  # the grader imports torch: only `check` and `start` pay for it
     from gptlab_testkit import TestResult
@@ -68,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     start = commands.add_parser("start", help="begin an attempt from an empty file")
-    start.add_argument("mechanism")
+    start.add_argument("mechanism", metavar="ITEM", help="a mechanism (tinygpt) or a drill (P19)")
     start.add_argument(
         "--new", action="store_true", help="archive an attempt in progress and begin again"
     )
@@ -90,9 +93,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="test worker processes (default 1; 0: none, faster, no crash isolation)",
     )
+    repair = commands.add_parser("repair", help="start the drill that owns the last failure")
+    repair.add_argument("mechanism", nargs="?", metavar="ITEM")
+    watch = commands.add_parser("watch", help="re-check the current stage on every save")
+    watch.add_argument("mechanism", nargs="?", metavar="ITEM")
+    commands.add_parser("due", help="the re-solves due today or overdue, oldest first")
     reveal = commands.add_parser("reveal", help="where the reference is (marks it opened)")
     reveal.add_argument("mechanism", nargs="?")
-    commands.add_parser("status", help="every mechanism at a glance")
+    commands.add_parser("status", help="every item at a glance")
     history = commands.add_parser("history", help="tables and <home>/history.png")
     history.add_argument("mechanism", nargs="?")
     return parser
@@ -120,15 +128,19 @@ def find_root(option: Path | None, home: Path) -> Path:
 
 
 def _mechanism(name: str) -> Mechanism:
+    """A mechanism (`tinygpt`, the seed's `tiny_gpt`) or a drill (`P19`, `p19`)."""
     from .grader import attempt_filename
 
-    known = mechanisms()
-    if name in known:
-        return known[name]
-    for mechanism in known.values():  # the seed's names are accepted too (tiny_gpt, ...)
+    known = units()
+    if name in known or name.upper() in known:
+        return known[name] if name in known else known[name.upper()]
+    for mechanism in mechanisms().values():  # the seed's names are accepted too (tiny_gpt, ...)
         if attempt_filename(mechanism.package).removesuffix("_attempt.py") == name:
             return mechanism
-    raise UsageError(f"unknown mechanism {name!r}: expected one of {', '.join(known)}")
+    raise UsageError(
+        f"unknown mechanism or drill {name!r}: expected one of {', '.join(mechanisms())}"
+        " or a drill id (P01..P28, PT06, PT08, PT17, PT28)"
+    )
 
 
 @dataclass(frozen=True)
@@ -171,6 +183,11 @@ def stage_verdicts(
     return verdicts
 
 
+def _drill_label(drill_id: str) -> str:
+    unit = units().get(drill_id)
+    return unit.drill.label if unit and unit.drill else drill_id
+
+
 class Practice:
     """The commands, over one home folder, its store and a clock."""
 
@@ -184,12 +201,12 @@ class Practice:
         self.store = Store(home / STORE_NAME)
 
     # -- start
-    def start(self, name: str, new: bool) -> int:
+    def start(self, name: str, new: bool, repair: tuple[int, int] | None = None) -> int:
         from .grader import attempt_filename, graded_names
         from .sheet import archive, attempt_header
 
         mechanism = _mechanism(name)
-        path = self.home / attempt_filename(mechanism.package)
+        path = self.home / attempt_filename(mechanism)
         active = self.store.active(mechanism.package)
         recorded = {a.file for a in self.store.attempts()}
         unrecorded = path.exists() and str(path) not in recorded
@@ -204,22 +221,69 @@ class Practice:
                 f"{what}: go on with `check`, or `start {mechanism.package} --new` "
                 "(the file is archived, never deleted)"
             )
+        artifact = self._artifact(mechanism)
         now = self.clock()
         if path.exists():
             self.say(f"archived {path.name} -> {archive(path, now).relative_to(self.home)}")
         number = len(self.store.attempts(mechanism.package)) + 1
         self.home.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            attempt_header(mechanism, graded_names(mechanism.package), number, now),
-            encoding="utf-8",
-        )
+        header = attempt_header(mechanism, graded_names(mechanism), number, now)
+        path.write_text(header + (f"\n{artifact}" if artifact else ""), encoding="utf-8")
+        link = repair if repair is not None else self._repair_link(mechanism)
         self.store.start_attempt(
-            mechanism.package, path, now, mechanism.stage(1).minutes, len(mechanism.stages)
+            mechanism.package,
+            path,
+            now,
+            mechanism.stage(1).minutes,
+            len(mechanism.stages),
+            kind="drill" if mechanism.drill else "mechanism",
+            started_from="artifact" if artifact else "empty",
+            repair=link,
         )
         self.say(f"{mechanism.package} attempt {number}: {path}")
-        self.say(f"graded names: {', '.join(graded_names(mechanism.package))}")
+        if artifact:
+            self.say("starts from the supplied broken artifact (a debug case): repair it")
+        if link:
+            sent = self.store.attempt(link[0])
+            self.say(
+                f"repair for {sent.mechanism} stage {sent.stage}: its clock is paused until "
+                f"{mechanism.package} passes"
+            )
+        self.say(f"graded names: {', '.join(graded_names(mechanism))}")
         self._announce(mechanism, 1)
         return 0
+
+    def _artifact(self, mechanism: Mechanism) -> str:
+        """A debug drill's supplied broken file (its text), else ""."""
+        supplied = mechanism.drill.starting_artifact() if mechanism.drill else None
+        if supplied is None:
+            return ""
+        if not supplied.is_file():
+            raise RefusedError(
+                f"{mechanism.package} starts from a supplied artifact that is not installed yet"
+                f" ({supplied})"
+            )
+        return supplied.read_text(encoding="utf-8")
+
+    def _repair_link(self, unit: Mechanism) -> tuple[int, int] | None:
+        """(attempt, check) when a drill is started as the repair an active attempt's last
+        failed check routes to, else None."""
+        from .grader import repair_drills
+
+        if unit.drill is None:
+            return None
+        for attempt in sorted(self.store.active(), key=lambda a: a.started_at, reverse=True):
+            if attempt.mechanism == unit.package:
+                continue
+            checks = self.store.checks(attempt.id)
+            last = checks[-1] if checks else None
+            if (
+                last
+                and last.failed_owner
+                and unit.package in repair_drills(last.failed_owner, attempt.mechanism)
+            ):
+                return attempt.id, last.id
+        return None
 
     def _announce(self, mechanism: Mechanism, number: int) -> None:
         stage = mechanism.stage(number)
@@ -240,9 +304,11 @@ class Practice:
     # -- check
     def check(self, name: str | None, every: bool, note: str | None, limits: Limits) -> int:
         from .grader import run_stage
+        from .schedule import after_miss
+        from .sheet import ledger_filled, probe_answers
 
         attempt = self._current(name)
-        mechanism = mechanisms()[attempt.mechanism]
+        mechanism = units()[attempt.mechanism]
         path = Path(attempt.file)
         if not path.is_file():
             raise RefusedError(f"{path}: the attempt file is missing (it was moved or renamed)")
@@ -259,14 +325,25 @@ class Practice:
             raise
         now = self.clock()
         verdicts = stage_verdicts(mechanism, run, first, last)
-        started = {r.stage: r.started_at for r in self.store.stages(attempt.id)}
+        records = {r.stage: r for r in self.store.stages(attempt.id)}
         budgets = {s.number: s.minutes for s in mechanism.stages}
+        text = path.read_text(encoding="utf-8", errors="replace")
+        probes = mechanism.drill.probes if mechanism.drill else ()
+        answered = probe_answers(text, probes)
         self.store.finish_check(
-            check_id, [v.row() for v in verdicts], run.wall_s, now, budgets, note
+            check_id,
+            [v.row() for v in verdicts],
+            run.wall_s,
+            now,
+            budgets,
+            note,
+            ledger_filled=ledger_filled(text),
+            answers=answered,
+            on_miss=after_miss(mechanism, now.date()),
         )
         for verdict_ in verdicts:
-            spent = (now - started.get(verdict_.stage, now)).total_seconds()
-            self._report(mechanism, verdict_, spent)
+            record = records.get(verdict_.stage)
+            self._report(mechanism, verdict_, record.spent(now) if record else 0.0)
         recorded = self.store.attempt(attempt.id)
         owner = verdicts[-1].owner
         if owner and attempt.first_wrong_owner is None and recorded.first_wrong_owner == owner:
@@ -280,19 +357,47 @@ class Practice:
                 )
             )
         self.say(f"  graded in {run.wall_s:.1f} s")
+        if not ledger_filled(text):
+            self.say("  ledger: not filled (shapes, aliasing, stability, costs: learned needs it)")
+        if owner and recorded.first_wrong_owner == owner and attempt.first_wrong_owner is None:
+            due = [r for r in self.store.reviews() if r.miss_attempt_id == attempt.id]
+            if due:
+                self.say(
+                    "  re-solves scheduled: "
+                    + ", ".join(f"{r.item} {r.due_day} ({r.step})" for r in due)
+                )
         if recorded.status == "done":
-            self.say(
-                f"{mechanism.package}: every stage passed. Re-solve from an empty file on a "
-                f"later day (`start {mechanism.package}`)."
-            )
+            self._finished(mechanism, recorded, len(probes) - len(answered))
         elif verdicts[-1].passed:
             self._announce(mechanism, recorded.stage)
         return 0 if verdicts[-1].passed else 1
 
+    def _finished(self, mechanism: Mechanism, attempt: Attempt, unanswered: int) -> None:
+        """What a finished attempt leads to: the stage to resume after a repair, a re-solve."""
+        if unanswered:
+            self.say(
+                f"  {unanswered} probe(s) unanswered in the attempt's header (answer them "
+                "without reopening the code; they are kept with the next passing check)"
+            )
+        if attempt.repair_of is not None:
+            sent = self.store.attempt(attempt.repair_of)
+            if sent.status == "active":
+                self.say(
+                    f"{mechanism.package} passed: resume {sent.mechanism} stage "
+                    f"{sent.stage}/{sent.stage_count} (`check {sent.mechanism}` or "
+                    f"`watch {sent.mechanism}`); its clock did not count the drill"
+                )
+                self._announce(units()[sent.mechanism], sent.stage)
+                return
+        self.say(
+            f"{mechanism.package}: every stage passed. Re-solve from an empty file on a "
+            f"later day (`start {mechanism.package}`)."
+        )
+
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
         from gptlab_testkit.cannot_grade import hint_for
 
-        from .grader import repair_target
+        from .grader import repair_drills, repair_target
 
         stage = mechanism.stage(verdict_.stage)
         head = f"{mechanism.package} stage {stage.number}/{len(mechanism.stages)}"
@@ -312,6 +417,11 @@ class Practice:
             self.say(f"  repair target: {repair}")
             for result in verdict_.failed[:3]:
                 self.say(f"  failed: {result.nodeid.split('::')[-1]}: {result.reason}")
+            drills = repair_drills(verdict_.owner, mechanism.package)
+            if drills:
+                labels = ", ".join(_drill_label(d) for d in drills)
+                self.say(f"  repair in the owning drill, then resume this stage: {labels}")
+                self.say(f"  start the first: `repair` (or `start {drills[0]}`)")
 
     # -- reveal
     def reveal(self, name: str | None) -> int:
@@ -320,7 +430,7 @@ class Practice:
         if not attempts:
             raise RefusedError("no attempt to reveal the reference for: `start MECH` first")
         attempt = max(attempts, key=lambda a: a.started_at)
-        mechanism = mechanisms()[attempt.mechanism]
+        mechanism = units()[attempt.mechanism]
         root = self.root or Path("<gptlab checkout>")
         if attempt.first_wrong_owner is None:
             self.say("no first wrong decision recorded yet (the seed records it before reading)")
@@ -329,33 +439,100 @@ class Practice:
             where = f"stage {attempt.first_wrong_stage}"
             self.say(f"first wrong decision: {attempt.first_wrong_owner} ({where}){note}")
         self.store.open_reference(attempt.id, self.clock())
-        folder = root / "packages" / mechanism.package
-        self.say(f"reference: {folder / 'src' / mechanism.package}")
-        self.say(f'README:    {folder / "README.md"}, section "{mechanism.readme_section}"')
+        if mechanism.drill:
+            folder = root / "packages" / "drills"
+            self.say(f"reference: {folder / 'src' / 'gptlab_drills' / mechanism.drill.key}.py")
+            self.say(f"README:    {folder / 'README.md'}")
+        else:
+            folder = root / "packages" / mechanism.package
+            self.say(f"reference: {folder / 'src' / mechanism.package}")
+            self.say(f'README:    {folder / "README.md"}, section "{mechanism.readme_section}"')
         self.say(f"attempt {attempt.number} is marked as having opened the reference")
         return 0
+
+    # -- repair and due
+    def repair(self, name: str | None) -> int:
+        """Start the first drill that owns the current attempt's last failure, linked to it."""
+        from .grader import repair_drills
+
+        attempt = self._current(name)
+        checks = self.store.checks(attempt.id)
+        last = checks[-1] if checks else None
+        if last is None or last.outcome != "failed" or not last.failed_owner:
+            raise RefusedError(
+                f"{attempt.mechanism} attempt {attempt.number}: its last check did not fail with"
+                " a routed owner; nothing to repair (`check` first)"
+            )
+        drills = repair_drills(last.failed_owner, attempt.mechanism)
+        if not drills:
+            raise RefusedError(
+                f"no drill owns {last.failed_owner}: repair it in {attempt.mechanism} itself"
+            )
+        return self.start(drills[0], new=True, repair=(attempt.id, last.id))
+
+    def due(self) -> int:
+        """Pending re-solves due today or overdue, oldest first; then the next one ahead."""
+        today = self.clock().date().isoformat()
+        pending = [r for r in self.store.reviews() if r.status == "pending"]
+        now_due = [r for r in pending if r.due_day <= today]
+        if not now_due:
+            ahead = min(pending, key=lambda r: r.due_day, default=None)
+            later = f"; next: {ahead.item} on {ahead.due_day} ({ahead.step})" if ahead else ""
+            self.say(f"nothing due today ({today}){later}")
+            return 0
+        self.say(f"due on {today} (oldest first):")
+        for review in now_due:
+            self.say("  " + self._review_line(review, today))
+        return 0
+
+    def _review_line(self, review: Review, today: str) -> str:
+        miss = self.store.attempt(review.miss_attempt_id)
+        late = " (overdue)" if review.due_day < today else ""
+        after = " after an unrelated task" if review.step == "same day" else ""
+        return (
+            f"{review.due_day}{late}  {review.item}: {review.step} re-solve{after}, from an "
+            f"empty file (`start {review.item}`); miss: {miss.mechanism} attempt {miss.number},"
+            f" {miss.first_wrong_owner or '?'}"
+        )
 
     # -- status and history
     def _stages_of(self, attempts: list[Attempt]) -> dict[int, list[StageRecord]]:
         return {a.id: self.store.stages(a.id) for a in attempts}
 
+    def _checks_of(self, attempts: list[Attempt]) -> dict[int, list[CheckRecord]]:
+        return {a.id: self.store.checks(a.id) for a in attempts}
+
+    def _practised(self) -> list[Mechanism]:
+        """Every mechanism, then the drills that have an attempt or a re-solve."""
+        seen = {a.mechanism for a in self.store.attempts()} | {r.item for r in self.store.reviews()}
+        return [u for u in units().values() if u.drill is None or u.package in seen]
+
+    def _next_review(self, item: str) -> str:
+        pending = [r for r in self.store.reviews(item) if r.status == "pending"]
+        return f"{pending[0].due_day} ({pending[0].step})" if pending else "-"
+
     def status(self) -> int:
         now = self.clock()
-        rows = [["mechanism", "attempt", "stage", "in stage", "first wrong decision", "learned"]]
-        for mechanism in mechanisms().values():
+        head = ["item", "attempt", "stage", "in stage", "first wrong decision", "next re-solve"]
+        rows = [[*head, "learned"]]
+        for mechanism in self._practised():
             attempts = self.store.attempts(mechanism.package)
-            learned = verdict(attempts, self._stages_of(attempts))
+            learned = verdict(attempts, self._stages_of(attempts), self._checks_of(attempts))
             if not attempts:
-                rows.append([mechanism.package, "-", "-", "-", "-", "not yet (no attempt)"])
+                row = [mechanism.package, "-", "-", "-", "-"]
+                rows.append([*row, self._next_review(mechanism.package), "not yet (no attempt)"])
                 continue
             latest = attempts[-1]
             in_stage = "-"
             if latest.status == "active":
                 record = next(r for r in self.store.stages(latest.id) if r.stage == latest.stage)
-                spent = (now - record.started_at).total_seconds()
+                spent = record.spent(now)
                 in_stage = f"{duration(spent)} of {record.minutes}m" + (
                     "!" if spent > record.minutes * 60 else ""
                 )
+                drilling = [a for a in self.store.active() if a.repair_of == latest.id]
+                if drilling:
+                    in_stage += f" (repairing in {drilling[-1].mechanism})"
             wrong = (
                 f"{latest.first_wrong_owner} (s{latest.first_wrong_stage})"
                 if latest.first_wrong_owner
@@ -368,6 +545,7 @@ class Practice:
                     f"{latest.stage}/{latest.stage_count}",
                     in_stage,
                     wrong,
+                    self._next_review(mechanism.package),
                     ("yes: " if learned.learned else "not yet: ") + learned.why,
                 ]
             )
@@ -386,14 +564,20 @@ class Practice:
         return 0
 
     def history(self, name: str | None) -> int:
-        chosen = [_mechanism(name)] if name else list(mechanisms().values())
+        chosen = [_mechanism(name)] if name else self._practised()
         practised = [m for m in chosen if self.store.attempts(m.package)]
         if not practised:
             raise RefusedError("no attempts yet: `start MECH`")
         for mechanism in practised:
             attempts = self.store.attempts(mechanism.package)
-            for line in table(mechanism, attempts, self._stages_of(attempts)):
+            checks = self._checks_of(attempts)
+            for line in table(mechanism, attempts, self._stages_of(attempts), checks):
                 self.say(line)
+            for attempt in attempts:
+                for check in checks[attempt.id]:
+                    for number, question, answer in self.store.probe_answers(check.id):
+                        self.say(f"  attempt {attempt.number} probe {number}: {question}")
+                        self.say(f"    > {answer}")
             self.say("")
         self.say(plot(self.store, practised, self.home / PLOT_NAME))
         return 0
@@ -423,7 +607,8 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
     options = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     home = _home(options.home)
     try:
-        root = find_root(options.root, home) if options.command in ("check", "reveal") else None
+        needs_root = options.command in ("check", "reveal", "watch")
+        root = find_root(options.root, home) if needs_root else None
         practice = Practice(home, root, clock or _system_clock, print)
         try:
             if options.command == "start":
@@ -434,6 +619,14 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
                 )
             if options.command == "reveal":
                 return practice.reveal(options.mechanism)
+            if options.command == "repair":
+                return practice.repair(options.mechanism)
+            if options.command == "due":
+                return practice.due()
+            if options.command == "watch":
+                from .watch import watch
+
+                return watch(practice, options.mechanism)
             if options.command == "status":
                 return practice.status()
             return practice.history(options.mechanism)

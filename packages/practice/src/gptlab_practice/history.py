@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .learned import verdict
 from .stages import Mechanism
-from .store import Attempt, StageRecord, Store
+from .store import Attempt, CheckRecord, StageRecord, Store
 
 PLOT_NAME = "history.png"
 
@@ -29,11 +29,14 @@ def _stage_cell(record: StageRecord | None) -> str:
 
 
 def table(
-    mechanism: Mechanism, attempts: list[Attempt], stages: dict[int, list[StageRecord]]
+    mechanism: Mechanism,
+    attempts: list[Attempt],
+    stages: dict[int, list[StageRecord]],
+    checks: dict[int, list[CheckRecord]] | None = None,
 ) -> list[str]:
     """Lines: attempts, days, time per stage (! = over budget), first wrong decisions by owner."""
     days = sorted({a.day for a in attempts})
-    learned = verdict(attempts, stages)
+    learned = verdict(attempts, stages, checks)
     lines = [
         f"{mechanism.package}: {len(attempts)} attempt(s) on {len(days)} day(s)"
         f" ({', '.join(days)}); learned: {'yes' if learned.learned else 'not yet'}: {learned.why}"
@@ -46,6 +49,7 @@ def table(
         *(f"s{n}" for n in numbers),
         "total",
         "ref",
+        "ledger",
         "first wrong",
     ]
     budget = [
@@ -54,6 +58,7 @@ def table(
         "",
         *(f"{s.minutes}m" for s in mechanism.stages),
         f"{mechanism.total_minutes}m",
+        "",
         "",
         "",
     ]
@@ -72,6 +77,7 @@ def table(
                 *(_stage_cell(records.get(n)) for n in numbers),
                 duration(sum(passed)) if passed else "-",
                 "opened" if attempt.reference_opened_at else "-",
+                _ledger((checks or {}).get(attempt.id, [])),
                 wrong,
             ]
         )
@@ -87,6 +93,14 @@ def table(
             + ", ".join(f"{o} {n}" for o, n in owners.most_common())
         )
     return lines
+
+
+def _ledger(checks: list[CheckRecord]) -> str:
+    """The ledger at the attempt's last finished check: filled, empty, or not recorded."""
+    finished = [c for c in checks if c.outcome in ("passed", "failed")]
+    if not finished or finished[-1].ledger_filled is None:
+        return "-"
+    return "filled" if finished[-1].ledger_filled else "empty"
 
 
 def plot(store: Store, practised: list[Mechanism], target: Path) -> str:

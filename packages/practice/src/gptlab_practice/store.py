@@ -529,7 +529,12 @@ class Store:
             unrelated = db.execute(
                 "SELECT 1 FROM attempts WHERE id > ? AND id < ? AND mechanism != ?"
                 " AND coalesce(repair_of, 0) != ?",
-                (review["miss_attempt_id"], attempt.id, attempt.mechanism, review["miss_attempt_id"]),
+                (
+                    review["miss_attempt_id"],
+                    attempt.id,
+                    attempt.mechanism,
+                    review["miss_attempt_id"],
+                ),
             ).fetchone()
             if not unrelated:
                 return

@@ -57,6 +57,13 @@ VARIABLES: dict[str, Variable] = {
             ("tiny_gpt", "tinygpt"),
         ),
         Variable(
+            "MODERN_LM_MODULE",
+            "modern_lm",
+            "modern_lm",
+            ("ModernLMConfig", "ModernLM"),
+            ("modern_lm", "m02"),
+        ),
+        Variable(
             "CACHE_AWARE_LM_MODULE",
             "cache_aware_lm",
             "cache_aware_lm",
@@ -198,8 +205,10 @@ def load_candidate(variable: str) -> ModuleType:
         raise CandidateError(f"{variable}={spec}: module could not be imported: {cause}") from None
     missing = [name for name in VARIABLES[variable].required_names if not hasattr(module, name)]
     if missing:
+        # An attempt file's module name is private (attempts.py): its file name reads better.
+        shown = Path(module.__file__ or "").name if "gptlab_candidate_" in module.__name__ else ""
         raise CandidateError(
-            f"{variable}={spec}: module {module.__name__!r} does not define "
+            f"{variable}={spec}: module {shown or module.__name__!r} does not define "
             + ", ".join(repr(name) for name in missing)
         )
     return module

@@ -31,6 +31,9 @@ Options (before any `--`):
                         duration, one-line reason (the scorecard is computed from it)
   --junitxml PATH       pytest's JUnit XML
   --gradescope PATH     Gradescope's autograder results.json (one test per owner)
+  --gradescope-points N scale its scores so the maximum is N (the assignment's points)
+  --gradescope-visibility OWNER_OR_PACKAGE=VISIBILITY   (repeatable) when students see
+                        those tests: visible, hidden, after_due_date or after_published
 
 A whole class: `--submissions DIR [--shard I/N] [--out OUT] [--jobs N]` and
 `merge OUT A.json ...`
@@ -47,7 +50,13 @@ from pathlib import Path
 from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments, select_test_files
 from .plugin import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
 from .reporting import graded_modules, module_lines
-from .results import package_of, write_gradescope, write_report
+from .results import (
+    gradescope_keys,
+    package_of,
+    parse_visibility,
+    write_gradescope,
+    write_report,
+)
 from .suites import (
     ForkedRun,
     SuiteRun,
@@ -135,6 +144,8 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--junitxml", type=Path)
     parser.add_argument("--gradescope", type=Path)
+    parser.add_argument("--gradescope-points", type=float)
+    parser.add_argument("--gradescope-visibility", action="append", default=[])
     options = parser.parse_args(argv)
     if options.timeout <= 0:
         raise UsageError(f"--timeout must be > 0 seconds, got {options.timeout:g}")
@@ -142,6 +153,14 @@ def _options(argv: list[str]) -> argparse.Namespace:
         raise UsageError(f"--workers must be >= 1, got {options.workers}")
     if options.memory_limit < 0:
         raise UsageError(f"--memory-limit must be >= 0 MiB, got {options.memory_limit}")
+    points = options.gradescope_points
+    if points is not None and not 0 < points < float("inf"):
+        raise UsageError(f"--gradescope-points must be a positive number, got {points:g}")
+    try:
+        chosen = parse_visibility(options.gradescope_visibility, gradescope_keys())
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    options.gradescope_visibility = chosen
     return options
 
 
@@ -271,7 +290,13 @@ def write_outputs(options: argparse.Namespace, run: SuiteRun) -> None:
         )
     if options.gradescope:
         write_gradescope(
-            options.gradescope, run.results, graded_modules(), run.not_rerun, run.problem
+            options.gradescope,
+            run.results,
+            graded_modules(),
+            run.not_rerun,
+            run.problem,
+            points=options.gradescope_points,
+            visibility=options.gradescope_visibility,
         )
 
 

@@ -375,8 +375,11 @@ def main(argv: list[str]) -> int:
     for candidate in candidates:
         files = own_suite_first(selected(root, {candidate.variable}), candidate)
         env = {candidate.variable: str(candidate.path.resolve())}
-        floor = candidate.floor(args.min_catches)
-        stop = () if args.full_counts else (_stop_option(candidate, floor),)
+        stop = (
+            ()
+            if args.full_counts
+            else (_stop_option(candidate, candidate.floor(args.min_catches)),)
+        )
         start = _run(files, env, candidate.scope, candidate.run, extra=stop)
         must_fail.append((candidate, start, len(files)))
 
@@ -432,7 +435,7 @@ def main(argv: list[str]) -> int:
     fewest = sorted(verdicts, key=lambda v: (v.catches, v.candidate.path.stem))[:8]
     print("\nfewest catches: " + ", ".join(f"{v.candidate.path.stem} {v.catches}" for v in fewest))
     drill_floor = min(args.min_catches, DRILL_MIN_CATCHES)
-    floor = f"each must fail >= {args.min_catches} tests (a drill's >= {drill_floor}), " + (
+    rule = f"each must fail >= {args.min_catches} tests (a drill's >= {drill_floor}), " + (
         "enforced" if args.floor == "enforce" else "reported only"
     )
     if below:
@@ -444,7 +447,7 @@ def main(argv: list[str]) -> int:
         else sum(v.caught for v in verdicts)
     )
     elapsed = time.perf_counter() - started
-    print(f"known-bad caught: {caught}/{len(verdicts)} ({floor})  ({elapsed:.0f} s)")
+    print(f"known-bad caught: {caught}/{len(verdicts)} ({rule})  ({elapsed:.0f} s)")
     if faithful:
         print(f"faithful candidates graded: {len(faithful)} (each must pass)")
     if args.per_drill:

@@ -55,9 +55,9 @@ def loop_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor) -> Tensor:
                 weights = [math.exp(s - top) for s in scores]
                 total = sum(weights)
                 for d in range(D):
-                    out[b, h, i, d] = sum(
-                        w * vs[b][kv][j][d] for w, j in zip(weights, keys, strict=True)
-                    ) / total
+                    out[b, h, i, d] = (
+                        sum(w * vs[b][kv][j][d] for w, j in zip(weights, keys, strict=True)) / total
+                    )
     return out.to(q.device)
 
 

@@ -70,6 +70,54 @@ def read_report(path: Path) -> tuple[dict[str, str], list[TestResult]]:
 # -- Gradescope's autograder format (results.json)
 
 GRADESCOPE_OUTPUT_LIMIT = 8000  # characters of one test's output
+# Gradescope's visibility values: when a student sees a test (or the whole result).
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def gradescope_keys() -> set[str]:
+    """What `--gradescope-visibility` may name: an owner key or a package tests live in."""
+    from .candidates import VARIABLE_BY_PACKAGE
+    from .owners import OWNERS
+
+    return {*OWNERS, *(o.package for o in OWNERS.values()), *VARIABLE_BY_PACKAGE, "integration"}
+
+
+def parse_visibility(
+    items: list[str], keys: set[str], option: str = "--gradescope-visibility"
+) -> dict[str, str]:
+    """`KEY=VISIBILITY` pairs (KEY: an owner key or a package, one of `keys`) -> {KEY: VISIBILITY}.
+
+    A key nobody grades is refused: a typo would otherwise show a test the teacher
+    meant to hide.
+    """
+    chosen: dict[str, str] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if not key or value not in VISIBILITIES:
+            raise ValueError(
+                f"{option} {item!r}: expected OWNER_OR_PACKAGE=VISIBILITY, "
+                f"VISIBILITY one of {', '.join(VISIBILITIES)}"
+            )
+        if key not in keys:
+            raise ValueError(
+                f"{option} {item!r}: {key!r} is neither an owner key "
+                "(routing.toml) nor a graded package"
+            )
+        chosen[key] = value
+    return chosen
+
+
+def _owner_rows(results: list[TestResult]) -> dict[tuple[str, str], list[TestResult]]:
+    """The graded tests that ran, grouped by (package, owner)."""
+    groups: dict[tuple[str, str], list[TestResult]] = {}
+    for result in results:
+        if result.outcome != "skipped":
+            groups.setdefault((result.package, result.owner), []).append(result)
+    return dict(sorted(groups.items()))
+
+
+def _points(count: int, unit: float) -> float | int:
+    return count if unit == 1 else round(count * unit, 4)
 
 
 def gradescope_payload(
@@ -77,6 +125,9 @@ def gradescope_payload(
     modules: dict[str, str],
     not_rerun: tuple[str, ...] | list[str] = (),
     problem: str = "",
+    *,
+    points: float | None = None,
+    visibility: dict[str, str] | None = None,
 ) -> dict[str, object]:
     """Gradescope's results.json: one Gradescope test per owner (a routing key) per package.
 
@@ -84,15 +135,19 @@ def gradescope_payload(
     the number that passed, and its output the mechanism, the repair target and each
     failed test with its one-line reason. One row per owner keeps the page readable
     (a candidate sees ~10 mechanisms, not ~100 test ids) and says what to fix.
+
+    `points` scales every score so the maximum is the assignment's points; `visibility`
+    maps an owner key or a package to Gradescope's visibility (an owner key wins).
     """
     from .owners import OWNERS  # routing.toml, read once
 
-    groups: dict[tuple[str, str], list[TestResult]] = {}
-    for result in results:
-        if result.outcome != "skipped":
-            groups.setdefault((result.package, result.owner), []).append(result)
+    groups = _owner_rows(results)
+    ran = sum(len(members) for members in groups.values())
+    passed = sum(r.outcome != "failed" for members in groups.values() for r in members)
+    unit = points / ran if points is not None and ran else 1.0
+    chosen = visibility or {}
     tests: list[dict[str, object]] = []
-    for (package, key), members in sorted(groups.items()):
+    for (package, key), members in groups.items():
         failed = [r for r in members if r.outcome == "failed"]
         owner = OWNERS.get(key)
         lines = [f"{owner.mechanism}" if owner else key]
@@ -103,26 +158,39 @@ def gradescope_payload(
         tests.append(
             {
                 "name": f"{package}: {key}",
-                "score": len(members) - len(failed),
-                "max_score": len(members),
+                "score": _points(len(members) - len(failed), unit),
+                "max_score": _points(len(members), unit),
                 "status": "failed" if failed else "passed",
                 "output": "\n".join(lines)[:GRADESCOPE_OUTPUT_LIMIT],
-                "visibility": "visible",
+                "visibility": chosen.get(key, chosen.get(package, "visible")),
             }
         )
-    graded = ", ".join(f"{name}={spec}" for name, spec in modules.items())
-    notes = [f"graded modules: {graded}"]
+    score = _points(passed, unit)
+    total = f"total: {passed}/{ran} contract tests passed"
+    if points is not None:
+        total += f", {score:g}/{points:g} points"
+    candidates = ", ".join(
+        f"{name}={spec}" for name, spec in modules.items() if spec != _default(name)
+    )
+    notes = [total, f"graded modules: {candidates or 'the references only'}"]
     if not_rerun:
         notes.append("reference, not re-run (cannot see the candidate): " + ", ".join(not_rerun))
     if problem:
         notes.append(f"candidate error: {problem}")
     return {
-        "score": sum(int(str(test["score"])) for test in tests),
+        "score": score,
         "output": "\n".join(notes),
         "visibility": "visible",
         "stdout_visibility": "visible",
         "tests": tests,
     }
+
+
+def _default(variable: str) -> str:
+    from .candidates import VARIABLES
+
+    known = VARIABLES.get(variable)
+    return known.default_module if known else ""
 
 
 def write_gradescope(
@@ -131,7 +199,12 @@ def write_gradescope(
     modules: dict[str, str],
     not_rerun: tuple[str, ...] | list[str] = (),
     problem: str = "",
+    *,
+    points: float | None = None,
+    visibility: dict[str, str] | None = None,
 ) -> None:
-    payload = gradescope_payload(results, modules, not_rerun, problem)
+    payload = gradescope_payload(
+        results, modules, not_rerun, problem, points=points, visibility=visibility
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")

@@ -1,0 +1,82 @@
+"""The repair lane is whole: every drill the routing names exists, runs and is graded.
+
+These check this project's own tables (the catalogue, routing.toml, the suites on disk),
+not a candidate: extension tests owned by the grading machinery.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from gptlab_drills.catalogue import DRILLS, find
+from gptlab_testkit import OWNERS, VARIABLES
+
+pytestmark = [pytest.mark.owner("grading"), pytest.mark.extension]
+
+TESTS = Path(__file__).parent
+# Owners of the grading tools themselves, not of a learner's invariant: no drill repairs them.
+TOOL_OWNERS = {"grading", "practice", "package_isolation", "trained_pair"}
+
+
+def test_every_drill_the_routing_names_exists():
+    named = {drill for owner in OWNERS.values() for drill in owner.drills}
+    assert named <= set(DRILLS), (
+        f"routing.toml names drills that do not exist: {named - set(DRILLS)}"
+    )
+
+
+def test_every_learner_facing_owner_routes_to_at_least_one_drill():
+    bare = [key for key, owner in OWNERS.items() if not owner.drills and key not in TOOL_OWNERS]
+    assert not bare, f"owners without a repair drill: {bare}"
+
+
+@pytest.mark.parametrize("drill_id", sorted(DRILLS))
+def test_every_drill_is_a_graded_variable_with_an_owner_and_a_suite(drill_id):
+    drill = DRILLS[drill_id]
+    assert drill.variable in VARIABLES, f"{drill.variable} is not a grading variable"
+    assert VARIABLES[drill.variable].required_names == drill.graded
+    assert drill.key in OWNERS and OWNERS[drill.key].package == "drills"
+    assert drill.id in OWNERS[drill.key].drills
+    suite = TESTS / drill.key
+    assert sorted(suite.glob("test_*.py")), f"{drill_id} has no suite in {suite}"
+
+
+@pytest.mark.parametrize("drill_id", sorted(DRILLS))
+def test_every_drill_reference_defines_its_graded_names(drill_id):
+    drill = DRILLS[drill_id]
+    module = importlib.import_module(drill.module)
+    missing = [name for name in drill.graded if not hasattr(module, name)]
+    assert not missing, f"{drill.module} lacks {missing}"
+
+
+@pytest.mark.parametrize("drill_id", sorted(DRILLS))
+def test_every_drill_asks_three_probes(drill_id):
+    probes = DRILLS[drill_id].probes
+    assert len(probes) == 3 and all(p.strip().endswith("?") for p in probes), probes
+
+
+def test_debug_cases_ship_their_broken_artifact_and_failing_test():
+    for drill in DRILLS.values():
+        if drill.kind == "debug":
+            start, test = drill.starting_artifact(), drill.failing_test()
+            assert start is not None and start.is_file(), f"{drill.id}: no starting artifact"
+            assert test is not None and test.is_file(), f"{drill.id}: no failing test"
+
+
+def test_a_transfer_case_names_its_canonical_owner():
+    for drill in DRILLS.values():
+        if drill.kind == "transfer":
+            assert drill.owner in DRILLS, f"{drill.id}: owner {drill.owner!r} is not a drill"
+
+
+@pytest.mark.parametrize("spelling", ["p19", "P19", " p19 "])
+def test_a_drill_is_found_in_any_case(spelling):
+    assert find(spelling).id == "P19"
+
+
+def test_an_unknown_drill_id_is_rejected_by_name():
+    with pytest.raises(ValueError, match="drill_id"):
+        find("P99")
