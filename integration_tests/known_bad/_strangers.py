@@ -24,8 +24,11 @@ FAITHFUL = Path(__file__).resolve().parent.parent / "faithful"
 _serial = itertools.count(1)
 
 
-def stranger_with(stem: str, replacements: Sequence[tuple[str, str]]) -> ModuleType:
-    """The faithful stranger ``stem`` (a file of integration_tests/faithful), edited."""
+def edited_source(stem: str, replacements: Sequence[tuple[str, str]]) -> str:
+    """The source of the faithful stranger ``stem`` with the edits applied (checked as above).
+
+    Also what bench/grading.py writes as a self-contained class submission.
+    """
     path = FAITHFUL / f"{stem}.py"
     source = path.read_text(encoding="utf-8")
     if not replacements:
@@ -38,6 +41,13 @@ def stranger_with(stem: str, replacements: Sequence[tuple[str, str]]) -> ModuleT
                 " the stranger changed, so update the candidate"
             )
         source = source.replace(old, new)
+    return source
+
+
+def stranger_with(stem: str, replacements: Sequence[tuple[str, str]]) -> ModuleType:
+    """The faithful stranger ``stem`` (a file of integration_tests/faithful), edited."""
+    path = FAITHFUL / f"{stem}.py"
+    source = edited_source(stem, replacements)
     name = f"gptlab_stranger_{stem}_mutant_{next(_serial)}"
     module = ModuleType(name)
     module.__file__ = str(path)

@@ -291,7 +291,7 @@ class Practice:
         self.say(f"  stop when: {stage.stop}")
 
     # -- picking an attempt
-    def _current(self, name: str | None) -> Attempt:
+    def current(self, name: str | None) -> Attempt:
         package = _mechanism(name).package if name else None
         active = self.store.active(package)
         if not active:
@@ -307,7 +307,7 @@ class Practice:
         from .schedule import after_miss
         from .sheet import ledger_filled, probe_answers
 
-        attempt = self._current(name)
+        attempt = self.current(name)
         mechanism = units()[attempt.mechanism]
         path = Path(attempt.file)
         if not path.is_file():
@@ -455,7 +455,7 @@ class Practice:
         """Start the first drill that owns the current attempt's last failure, linked to it."""
         from .grader import repair_drills
 
-        attempt = self._current(name)
+        attempt = self.current(name)
         checks = self.store.checks(attempt.id)
         last = checks[-1] if checks else None
         if last is None or last.outcome != "failed" or not last.failed_owner:

@@ -30,8 +30,8 @@ def sibling(drill: Drill) -> Drill | None:
     same_owner = [d for d in others if d.owner == drill.owner]
     if same_owner:
         return same_owner[0]
-    after = [d for d in others if d.id > drill.id]
-    return (after or others or [None])[0]
+    after = [d for d in others if d.id > drill.id] or others
+    return after[0] if after else None
 
 
 def after_miss(unit: Mechanism, day: date) -> tuple[PlannedReview, ...]:

@@ -1,0 +1,66 @@
+"""Registration: every learned tensor a Parameter, buffers follow .to(), the tied head."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gptlab_testkit import assert_close
+
+pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_registration")]
+
+
+def expected_parameter_count(config) -> int:
+    V, C, F = config.vocab_size, config.hidden_size, config.intermediate_size
+    H, K, D = config.num_attention_heads, config.num_key_value_heads, config.head_dim
+    per_layer = 2 * C * H * D + 2 * C * K * D + 3 * C * F + 2 * C
+    head = 0 if config.tie_word_embeddings else V * C
+    return V * C + config.num_hidden_layers * per_layer + C + head
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+def test_parameter_count_matches_the_formula(m02, tied):
+    config = m02.config(tie_word_embeddings=tied, num_hidden_layers=3)
+    model = m02.model(config)
+    assert sum(p.numel() for p in model.parameters()) == expected_parameter_count(config)
+
+
+def test_every_parameter_gets_a_gradient(m02):
+    config = m02.config()
+    model = m02.loaded(config, m02.random_state(config, seed=1)).train()
+    ids = m02.ids(2, 5, config.vocab_size, seed=2)
+    model(ids, labels=ids).loss.backward()
+    missing = [name for name, p in model.named_parameters() if p.grad is None]
+    assert not missing, f"no gradient for {missing}"
+    assert sum(p.grad.abs().sum() for p in model.parameters()) > 0
+
+
+def test_to_float64_moves_every_buffer_and_computes_in_float64(m02):
+    config = m02.config()
+    state = m02.random_state(config, seed=3)
+    model = m02.loaded(config, state).to(torch.float64)
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor.is_floating_point():
+            assert tensor.dtype == torch.float64, name
+    ids = m02.ids(2, 9, config.vocab_size, seed=4)
+    positions = m02.positions([11, 40], 9)
+    expected = m02.logits(config, {k: v.double() for k, v in state.items()}, ids, positions)
+    logits = model(ids, positions=positions).logits
+    assert logits.dtype == torch.float64
+    assert_close(logits, expected, "float64 logits", atol=1e-10, rtol=1e-10)
+
+
+def test_a_tied_head_is_the_embedding_parameter_also_after_a_strict_load(m02):
+    config = m02.config(tie_word_embeddings=True)
+    model = m02.model(config)
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    model.load_state_dict(m02.random_state(config, seed=5), strict=True)
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+
+
+def test_tied_logits_read_the_embedding(m02):
+    config = m02.config(tie_word_embeddings=True)
+    state = m02.random_state(config, seed=6)
+    ids = m02.ids(2, 7, config.vocab_size, seed=7)
+    expected = m02.logits(config, state, ids)
+    assert_close(m02.loaded(config, state)(ids).logits, expected, "tied-head logits")

@@ -1,0 +1,159 @@
+"""`watch [ITEM]`: re-check the current stage on every save, on one live terminal screen.
+
+File events come from `watchfiles` (the attempt's folder, filtered to the attempt file,
+so an editor's save-by-rename counts); the screen is `rich`'s Live display, redrawn a
+few times a second so the budget ticks. A check is the same `check` the command runs
+(same store rows); Ctrl-C during a check records it as interrupted and leaves.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import watchfiles
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.text import Text
+
+from .history import duration
+from .stages import units
+
+if TYPE_CHECKING:
+    from .cli import Practice
+
+DEBOUNCE_MS = 100  # an editor's save is one event; a burst of writes is one check
+TICK_MS = 250
+
+
+@dataclass
+class Screen:
+    """What the screen shows; `render` is called by the Live display's refresh thread."""
+
+    practice: Practice
+    name: str | None
+    path: Path = Path()
+    title: str = ""
+    attempt_id: int = 0
+    verdict: list[str] = field(default_factory=list)
+    state: str = "waiting for a save"
+    checks: int = 0
+    last_latency_s: float | None = None  # file event to verdict, the last check
+
+    def follow(self) -> None:
+        """Point at the attempt in progress (after a drill passes: the stage it resumes)."""
+        attempt = self.practice.current(self.name)
+        self.attempt_id = attempt.id
+        self.path = Path(attempt.file)
+
+    def run_check(self, saved_at: float) -> None:
+        from .cli import RefusedError
+
+        lines: list[str] = []
+        say = self.practice.say
+        self.practice.say = lines.append
+        self.state = "checking..."
+        try:
+            attempt = self.practice.store.attempt(self.attempt_id)
+            code = self.practice.check(attempt.mechanism, False, None, {})
+            self.state = "PASS" if code == 0 else "FAIL"
+        except RefusedError as error:
+            lines.append(str(error))
+            self.state = "refused"
+        finally:
+            self.practice.say = say
+        self.verdict = lines
+        self.checks += 1
+        self.last_latency_s = time.perf_counter() - saved_at
+        if self.practice.store.attempt(self.attempt_id).status != "active":
+            try:
+                self.follow()
+            except RefusedError:
+                self.state += " (no attempt in progress: `start` one, or Ctrl-C)"
+
+    def render(self) -> RenderableType:
+        attempt = self.practice.store.attempt(self.attempt_id)
+        unit = units()[attempt.mechanism]
+        stage = unit.stage(attempt.stage)
+        head = Text(
+            f"{unit.package} attempt {attempt.number}  stage {stage.number}/{len(unit.stages)}"
+            f"  ({attempt.status})",
+            style="bold",
+        )
+        record = next(
+            (r for r in self.practice.store.stages(attempt.id) if r.stage == attempt.stage), None
+        )
+        clock = Text("")
+        if record is not None and attempt.status == "active":
+            left = stage.budget_s - record.spent(self.practice.clock())
+            clock = Text(
+                f"time left: {duration(left)} of {stage.minutes}m"
+                if left >= 0
+                else f"over budget by {duration(-left)} ({stage.minutes}m)",
+                style="green" if left >= 0 else "red",
+            )
+        body = Group(
+            head,
+            Text(f"build: {stage.build}"),
+            Text(f"stop when: {stage.stop}"),
+            clock,
+            Text(""),
+            Text(f"last verdict: {self.state}", style=_style(self.state)),
+            *(Text(line) for line in self.verdict),
+            Text(""),
+            Text(f"watching {self.path.name}: save to re-check, Ctrl-C to leave", style="dim"),
+        )
+        return Panel(body, title="gptlab-practice watch")
+
+
+def _style(state: str) -> str:
+    return {"PASS": "bold green", "FAIL": "bold red"}.get(state.split(" ")[0], "yellow")
+
+
+def watch(
+    practice: Practice,
+    name: str | None,
+    *,
+    console: Console | None = None,
+    stop: threading.Event | None = None,
+    on_check: Callable[[Screen], None] | None = None,
+) -> int:
+    """Re-check on every save until Ctrl-C (or `stop`, for tests). Exit status 0."""
+    screen = Screen(practice, name)
+    screen.follow()
+    folder = screen.path.parent
+
+    def is_attempt(change: watchfiles.Change, path: str) -> bool:
+        return change != watchfiles.Change.deleted and Path(path) == screen.path
+
+    with Live(
+        get_renderable=screen.render, console=console, refresh_per_second=1000 / TICK_MS
+    ) as live:
+        try:
+            for changes in watchfiles.watch(
+                folder,
+                watch_filter=is_attempt,
+                debounce=DEBOUNCE_MS,
+                step=20,
+                stop_event=stop,
+                rust_timeout=TICK_MS,
+                yield_on_timeout=True,
+                recursive=False,
+            ):
+                if changes:
+                    saved = time.perf_counter()
+                    screen.state = "checking..."
+                    live.refresh()
+                    screen.run_check(saved)
+                    if on_check:
+                        on_check(screen)
+                live.refresh()
+        except KeyboardInterrupt:
+            screen.state = "left (Ctrl-C); the record is consistent"
+            live.refresh()
+    return 0
