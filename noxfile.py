@@ -461,6 +461,11 @@ def build(session: nox.Session) -> None:
         if len(wheels) != 1 or len(sdists) != 1:
             session.error(f"{name}: expected one wheel and one sdist, got {wheels + sdists}")
         session.log(f"built {wheels[0].name} and {sdists[0].name}")
+        # numpy sits beside the shared torch in every venv below, so the import check
+        # cannot see a missing declaration: read it from the wheel instead.
+        needs = _requirement_names(wheels[0])
+        if "torch" in needs and "numpy" not in needs:
+            session.error(f"{name}: requires torch but not numpy (torch warns on import)")
     for name in (*RUNTIME_PACKAGES, "stdlib_pair"):
         wheel = next((dist / name).glob("*.whl"))
         with tempfile.TemporaryDirectory(prefix=f"gptlab-{name}-") as scratch:
@@ -501,6 +506,21 @@ def build(session: nox.Session) -> None:
                 )  # fmt: skip
             # -W error: a lone install imports without a warning (numpy declared beside torch)
             session.run(python, "-W", "error", "-c", _IMPORT_CHECK.format(name=name), external=True)
+
+
+def _requirement_names(wheel: Path) -> set[str]:
+    """The distribution names a wheel's METADATA requires (extras' requirements too)."""
+    import re
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = archive.read(metadata).decode().splitlines()
+    return {
+        re.split(r"[\s<>=!~;\[(@]", line.split(":", 1)[1].strip(), maxsplit=1)[0].lower()
+        for line in lines
+        if line.startswith("Requires-Dist:")
+    }
 
 
 # Every name a package exports must resolve once installed alone.

@@ -11,8 +11,12 @@ children used (the machine is shared: CPU seconds are the steadier figure):
 - class:  `nox -R -s grade -- --submissions DIR --jobs 2 --workers 1` over a class
   generated in a temporary folder from the faithful, known-bad and hostile
   candidates (mostly single files, some folders), every verdict checked against
-  the expected one (faithful: pass; known-bad: FAIL; SCOPE = "all" candidates break
+  the expected one (faithful: pass; known-bad: FAIL on its EXPECTED_OWNER, never on
+  a candidate error unless it is a hostile one; SCOPE = "all" candidates break
   only this project's extensions, so they are left out of a contract-graded class).
+  Every submission is self-contained: a known-bad candidate built from a faithful
+  stranger (`stranger_with(...)` from integration_tests/known_bad/_strangers.py) is
+  written out as the stranger's edited source, so it imports alone like a student's.
 
 Writes bench/grading.json and the "Grading cost" section of bench/report.md
 (between its markers), with the 1-minute load average before and after each figure.
@@ -23,8 +27,10 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime
+import importlib.util
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -32,15 +38,24 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOWN_BAD = ROOT / "integration_tests" / "known_bad"
+STRANGERS = KNOWN_BAD / "_strangers.py"
 FAITHFUL = ROOT / "integration_tests" / "faithful"
 SINGLE = FAITHFUL / "good_kv_cache_index_copy.py"
 FOLDER = FAITHFUL / "seed_labs"
 OUT_JSON = ROOT / "bench" / "grading.json"
 REPORT = ROOT / "bench" / "report.md"
 START, END = "<!-- grading:start -->", "<!-- grading:end -->"
+# Hand-written notes after this marker (up to END) survive a re-render of the section.
+NOTES = "<!-- grading:notes -->"
+TARGET_NAMES = {
+    "single": "`grade -- kv_cache FILE`",
+    "folder": "`grade -- FOLDER` (six modules)",
+    "class": "100 submissions, `--jobs 2`",
+}
 # variable -> the file name a submission uses for it (the seed's lab names)
 STEMS = {
     "TINY_GPT_MODULE": "tiny_gpt",
@@ -82,6 +97,7 @@ def measure(command: list[str]) -> dict[str, object]:
         "load_before": round(load_before, 1),
         "load_after": round(os.getloadavg()[0], 1),
         "tail": completed.stdout[-1500:] + completed.stderr[-1500:],
+        "measured_at": _now(),
     }
 
 
@@ -111,24 +127,99 @@ def as_submission(source: str, stem: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_class(root: Path, size: int) -> dict[str, str]:
-    """`size` submission folders in `root`; returns {name: expected verdict}."""
-    sources: list[tuple[str, list[tuple[str, Path]], str]] = []
-    for path in sorted(KNOWN_BAD.glob("bad_*.py")):
+def _strangers() -> ModuleType:
+    """integration_tests/known_bad/_strangers.py (a helper file, not an installed module)."""
+    spec = importlib.util.spec_from_file_location("gptlab_bench_strangers", STRANGERS)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {STRANGERS}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stranger_edit(source: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """(stranger stem, text edits) of a candidate made by `stranger_with(...)`, else None."""
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "stranger_with"
+        ):
+            stem, edits = (ast.literal_eval(argument) for argument in node.args)
+            return stem, [(old, new) for old, new in edits]
+    return None
+
+
+def self_contained(path: Path) -> str:
+    """A known-bad candidate's source as one file that imports alone.
+
+    A stranger-shaped candidate imports `_strangers`, a helper beside it that a class
+    folder does not have: it is written out as the stranger's full source with the same
+    text edit applied here (the stranger defines every name the candidate re-exports).
+    """
+    source = path.read_text(encoding="utf-8")
+    edit = stranger_edit(source)
+    if edit is None:
+        return source
+    stem, edits = edit
+    header = f"# {path.name}: {stem}.py with its one mistake, written out by bench.grading\n"
+    return header + str(_strangers().edited_source(stem, edits))
+
+
+Expected = dict[str, object]  # {"verdict": "pass"/"FAIL", "owner": str, "hostile": bool}
+
+
+Source = tuple[str, list[tuple[str, Path]], Expected]  # (label, [(variable, file)], expected)
+
+
+def _in_class(path: Path, variable: str) -> bool:
+    if variable not in STEMS:
+        print(f"bench.grading: {path.name} left out of the class ({variable} is not in STEMS)")
+    return variable in STEMS
+
+
+def class_sources(known_bad: list[Path], faithful: list[Path]) -> list[Source]:
+    """The single-file submissions a class cycles through, with their expectations.
+
+    Only the mechanisms of STEMS (the seed's labs and this project's runtime): a
+    candidate of another variable (a mechanism added since) is left out, and said so.
+    """
+    sources: list[Source] = []
+    for path in known_bad:
         constants = _constants(path)
-        if constants.get("SCOPE") == "all":
+        if constants.get("SCOPE") == "all" or not _in_class(path, constants["VARIABLE"]):
             continue
         kind = "hostile" if constants.get("RUN") == "isolated" else "bad"
-        sources.append((f"{kind}_{path.stem[4:]}", [(constants["VARIABLE"], path)], "FAIL"))
-    for path in sorted(FAITHFUL.glob("good_*.py")):
+        want: Expected = {
+            "verdict": "FAIL",
+            "owner": constants["EXPECTED_OWNER"],
+            "hostile": kind == "hostile",
+        }
+        sources.append((f"{kind}_{path.stem[4:]}", [(constants["VARIABLE"], path)], want))
+    for path in faithful:
         variable = _constants(path)["VARIABLE"]
-        sources.append((f"good_{path.stem[5:]}", [(variable, path)], "pass"))
+        if not _in_class(path, variable):
+            continue
+        sources.append((f"good_{path.stem[5:]}", [(variable, path)], {"verdict": "pass"}))
+    return sources
+
+
+def make_class(root: Path, size: int, sources: list[Source] | None = None) -> dict[str, Expected]:
+    """`size` submission folders in `root`; returns {name: expected verdict and owner}.
+
+    `sources` defaults to every known-bad and faithful candidate of integration_tests.
+    """
+    if sources is None:
+        sources = class_sources(
+            sorted(KNOWN_BAD.glob("bad_*.py")), sorted(FAITHFUL.glob("good_*.py"))
+        )
     folder = [(p.stem, p) for p in sorted(FOLDER.glob("*.py"))]
-    expected: dict[str, str] = {}
+    expected: dict[str, Expected] = {}
+    verdict: Expected
     index = 0
     while len(expected) < size:
         if index % 10 == 9:  # every tenth submission: the six-module seed-style folder
-            name, verdict = f"{index:03d}_folder_seed_labs", "pass"
+            name, verdict = f"{index:03d}_folder_seed_labs", {"verdict": "pass"}
             (root / name).mkdir()
             for stem, path in folder:
                 shutil.copy(path, root / name / f"{stem}.py")
@@ -138,7 +229,7 @@ def make_class(root: Path, size: int) -> dict[str, str]:
             (root / name).mkdir()
             for variable, path in files:
                 stem = STEMS[variable]
-                text = as_submission(path.read_text(encoding="utf-8"), stem)
+                text = as_submission(self_contained(path), stem)
                 (root / name / f"{stem}.py").write_text(text, encoding="utf-8")
         expected[name] = verdict
         index += 1
@@ -158,23 +249,49 @@ def bench_class(size: int, jobs: int) -> dict[str, object]:
         return record
 
 
-def class_record(expected: dict[str, str], class_json: Path) -> dict[str, object]:
-    """Verdicts against the expected ones, and per-submission seconds, of a class run."""
+def is_candidate_error(note: str) -> bool:
+    return note.startswith("candidate error")
+
+
+def why_wrong(row: dict[str, object] | None, want: Expected | str) -> str:
+    """'' when a submission's grading is as expected, else what differed.
+
+    A known-bad submission must fail on its expected owner (a routed test failure),
+    not merely fail: a candidate error (its module did not import, or lacked a name)
+    is wrong unless the submission is a hostile one, built to break its grading.
+    """
+    want = {"verdict": want} if isinstance(want, str) else want  # a hand-made expected.json
+    if row is None:
+        return "not in class.json"
+    note = str(row["note"])
+    if is_candidate_error(note) and not want.get("hostile"):
+        return note
+    if row["verdict"] != want["verdict"]:
+        return f"verdict {row['verdict']}, expected {want['verdict']}: {note}"
+    owner = want.get("owner")
+    tests = row["tests"] if isinstance(row["tests"], list) else []
+    failed = {test["owner"] for test in tests if test["outcome"] == "failed"}
+    if owner and not is_candidate_error(note) and owner not in failed:
+        return f"failed on {sorted(failed)}, not on its expected owner {owner}"
+    return ""
+
+
+def class_record(expected: dict[str, Expected], class_json: Path) -> dict[str, object]:
+    """Verdicts (and known-bad owners) against the expected ones, and per-submission seconds."""
     payload = json.loads(class_json.read_text())
-    got = {row["name"]: row["verdict"] for row in payload["submissions"]}
-    notes = {row["name"]: row["note"] for row in payload["submissions"]}
+    rows = {row["name"]: row for row in payload["submissions"]}
+    notes = {name: str(row["note"]) for name, row in rows.items()}
     wrong = {
-        name: (got.get(name), want, notes.get(name, ""))
-        for name, want in expected.items()
-        if got.get(name) != want
+        name: why for name, want in expected.items() if (why := why_wrong(rows.get(name), want))
     }
     seconds = sorted(row["seconds"] for row in payload["submissions"])
-    candidate_errors = sorted(n for n, note in notes.items() if note.startswith("candidate error"))
+    candidate_errors = sorted(n for n, note in notes.items() if is_candidate_error(note))
     return {
         "submissions": len(expected),
         "verdicts_as_expected": len(expected) - len(wrong),
         "wrong": wrong,
         "candidate_errors": candidate_errors,
+        "unexpected_candidate_errors": sorted(name for name in candidate_errors if name in wrong),
         "per_submission_median_s": seconds[len(seconds) // 2],
         "per_submission_max_s": seconds[-1],
         "kinds": {
@@ -184,8 +301,22 @@ def class_record(expected: dict[str, str], class_json: Path) -> dict[str, object
     }
 
 
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _when(results: dict[str, dict[str, object]]) -> str:
+    """When each figure was measured (a record from before dates carried the section's date)."""
+    earlier = re.search(r"Measured .*?(\d{4}-\d\d-\d\d \d\d:\d\d UTC)", current_section())
+    fallback = earlier.group(1) if earlier else "at an earlier run"
+    dates: dict[str, list[str]] = {}
+    for key, record in results.items():
+        dates.setdefault(str(record.get("measured_at", fallback)), []).append(key)
+    return "; ".join(f"{' and '.join(keys)} {date}" for date, keys in dates.items())
+
+
 def render(results: dict[str, dict[str, object]], baseline: dict[str, object]) -> str:
-    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when = _when(results)
     lines = [
         START,
         "## Grading cost (`python -m bench.grading`)",
@@ -201,11 +332,7 @@ def render(results: dict[str, dict[str, object]], baseline: dict[str, object]) -
         "|---|---|---|---|---|",
     ]
     goals = {"single": 8, "folder": 20, "class": 900}
-    names = {
-        "single": "`grade -- kv_cache FILE`",
-        "folder": "`grade -- FOLDER` (six modules)",
-        "class": "100 submissions, `--jobs 2`",
-    }
+    names = TARGET_NAMES
     for key, record in results.items():
         before = baseline.get(key, "not measured")
         after = (
@@ -216,10 +343,17 @@ def render(results: dict[str, dict[str, object]], baseline: dict[str, object]) -
         lines.append(f"| {names[key]} | <= {goals[key]} s | {before} | {after} | {met} |")
     if "class" in results:
         record = results["class"]
+        errors, unexpected = (
+            value if isinstance(value := record.get(key), list) else []
+            for key in ("candidate_errors", "unexpected_candidate_errors")
+        )
         lines += [
             "",
-            f"Class: {record['submissions']} submissions ({record['kinds']}), "
-            f"{record['verdicts_as_expected']}/{record['submissions']} verdicts as expected; "
+            f"Class: {record['submissions']} submissions ({record['kinds']}), every one"
+            " self-contained; "
+            f"{record['verdicts_as_expected']}/{record['submissions']} graded as expected"
+            " (the verdict, and each known-bad one failed on its EXPECTED_OWNER); "
+            f"{len(errors)} candidate errors ({len(unexpected)} unexpected); "
             f"per submission median {record['per_submission_median_s']} s, "
             f"max {record['per_submission_max_s']} s.",
         ]
@@ -229,9 +363,30 @@ def render(results: dict[str, dict[str, object]], baseline: dict[str, object]) -
     return "\n".join(lines) + "\n"
 
 
+def current_section() -> str:
+    text = REPORT.read_text(encoding="utf-8") if REPORT.exists() else ""
+    if START in text and END in text:
+        return text.split(START, 1)[1].split(END, 1)[0]
+    return ""
+
+
+def current_before_cells() -> dict[str, object]:
+    """The report's "before" cells, kept when no --baseline is given (a partial re-run)."""
+    cells: dict[str, object] = {}
+    for line in current_section().splitlines():
+        parts = [part.strip() for part in line.strip().strip("|").split("|")]
+        for key, name in TARGET_NAMES.items():
+            if len(parts) == 5 and parts[0] == name:
+                cells[key] = parts[2]
+    return cells
+
+
 def write_report(section: str) -> None:
     text = REPORT.read_text(encoding="utf-8")
     if START in text and END in text:
+        notes = "".join(current_section().partition(NOTES)[1:]).strip()
+        if notes:
+            section = section.replace(f"\n{END}", f"\n{notes}\n\n{END}", 1)
         head, rest = text.split(START, 1)
         text = head + section.strip("\n") + rest.split(END, 1)[1]
     else:
@@ -291,7 +446,7 @@ def main(argv: list[str]) -> int:
             return 2
         shown = {k: v for k, v in results[key].items() if k != "tail"}
         print(json.dumps(shown), flush=True)
-    baseline = json.loads(args.baseline.read_text()) if args.baseline else {}
+    baseline = json.loads(args.baseline.read_text()) if args.baseline else current_before_cells()
     previous = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else {}
     OUT_JSON.write_text(json.dumps({**previous, **results}, indent=1) + "\n", encoding="utf-8")
     merged = {**previous, **results}

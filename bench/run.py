@@ -3,6 +3,7 @@
     python -m bench.run                  # full run, CPU (a few minutes)
     python -m bench.run --quick          # smoke run into bench/out/quick (never the report)
     python -m bench.run --device cuda    # everything on the GPU
+    python -m bench.run --render         # re-render report.md from sections/*.json
 
 Every figure is a ratio of methods measured side by side in this one process, on
 identical weights, interleaved round by round (bench/common.py).
@@ -80,6 +81,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--only", default="", help="comma-separated section numbers to run (default all)"
     )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="measure nothing: re-render report.md from the stored sections/*.json",
+    )
     return parser.parse_args(argv)
 
 
@@ -100,6 +106,8 @@ def main(argv: list[str]) -> int:
     chosen = {int(part) for part in args.only.split(",") if part.strip()} or set(
         range(1, len(SECTIONS) + 1)
     )
+    if args.render:
+        chosen = set()
 
     started = time.perf_counter()
     progress = Progress(len(chosen))
@@ -204,6 +212,8 @@ def render(sections: list[tuple[str, Section]], settings: Settings) -> str:
         ]
         lines += [_target_row(check) for check in checks]
         lines.append("")
+    retired = [*decode.RETIRED_TARGETS, *context.RETIRED_TARGETS]
+    lines += ["Retired targets, and why:", "", *[f"- {text}" for text in retired], ""]
     for provenance, section in sections:
         lines += [f"## {section.title}", "", f"_{provenance}_", "", *section.body]
         lines += [f"![{figure}]({figure})" for figure in section.figures]

@@ -229,6 +229,16 @@ def test_rejected_append_kv_cache_leaves_both_caches_unchanged(case):
     assert torch.equal(key_cache, key_before) and torch.equal(value_cache, value_before)
 
 
+def test_append_kv_cache_on_meta_tensors_names_the_cache_and_the_device():
+    """All five on meta (consistent in every other respect): the cache holds no data."""
+    caches = (torch.zeros(B, H, 4, D, device=META), torch.zeros(B, H, 4, D, device=META))
+    new = (torch.zeros(B, H, 1, D, device=META), torch.zeros(B, H, 1, D, device=META))
+    slots = torch.tensor([[0], [1]], dtype=torch.long, device=META)
+
+    with pytest.raises(ValueError, match="key_cache.*meta"):
+        kvc.append_kv_cache(*caches, *new, slots)
+
+
 def test_append_kv_cache_rejects_new_values_of_another_dtype():
     key_cache, value_cache = randn(B, H, 4, D, seed=1), randn(B, H, 4, D, seed=2)
     key_before, value_before = key_cache.clone(), value_cache.clone()

@@ -106,8 +106,19 @@ class M02:
         return torch.randint(0, vocab, (batch, length), generator=generator).to(test_device())
 
     def positions(self, origins: list[int], length: int) -> Tensor:
+        """Contiguous rows: row b holds origins[b], origins[b] + 1, ..."""
         device = test_device()
         return torch.tensor(origins, device=device)[:, None] + torch.arange(length, device=device)
+
+    def gapped_positions(self, batch: int, length: int, seed: int, top: int = 60) -> Tensor:
+        """Increasing positions with random gaps (packed or padded rows): a model that
+        derives positions from token indices instead of reading them differs here, where
+        contiguous rows hide it (RoPE only sees differences)."""
+        generator = torch.Generator().manual_seed(seed)
+        rows = [
+            torch.randperm(top, generator=generator)[:length].sort().values for _ in range(batch)
+        ]
+        return torch.stack(rows).to(test_device())
 
     # ---- the decomposed oracle -----------------------------------------------------------
 
@@ -160,7 +171,10 @@ class M02:
         q = heads(normed @ state[p + "self_attn.q_proj.weight"].T, H)
         k = heads(normed @ state[p + "self_attn.k_proj.weight"].T, K)
         v = heads(normed @ state[p + "self_attn.v_proj.weight"].T, K)
-        q, k = self.rope(q, positions, config.rope_theta), self.rope(k, positions, config.rope_theta)
+        q, k = (
+            self.rope(q, positions, config.rope_theta),
+            self.rope(k, positions, config.rope_theta),
+        )
         y = self.attention(q, k, v).transpose(1, 2).reshape(B, T, H * D)
         h = x + y @ state[p + "self_attn.o_proj.weight"].T
         normed = self.rms_norm(h, state[p + "post_attention_layernorm.weight"], config.rms_norm_eps)

@@ -15,7 +15,9 @@ def test_state_dict_keys_are_the_llama_checkpoint_paths(m02, tied):
     config = m02.config(tie_word_embeddings=tied)
     keys = set(m02.model(config).state_dict())
     expected = set(m02.checkpoint_shapes(config))
-    assert keys == expected, f"missing {sorted(expected - keys)}, unexpected {sorted(keys - expected)}"
+    assert keys == expected, (
+        f"missing {sorted(expected - keys)}, unexpected {sorted(keys - expected)}"
+    )
 
 
 @pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2), (4, 1)])

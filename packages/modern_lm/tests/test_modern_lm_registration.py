@@ -43,11 +43,12 @@ def test_to_float64_moves_every_buffer_and_computes_in_float64(m02):
         if tensor.is_floating_point():
             assert tensor.dtype == torch.float64, name
     ids = m02.ids(2, 9, config.vocab_size, seed=4)
-    positions = m02.positions([11, 40], 9)
+    positions = m02.gapped_positions(2, 9, seed=5)
     expected = m02.logits(config, {k: v.double() for k, v in state.items()}, ids, positions)
     logits = model(ids, positions=positions).logits
     assert logits.dtype == torch.float64
-    assert_close(logits, expected, "float64 logits", atol=1e-10, rtol=1e-10)
+    # Llama computes inv_freq in float32: fp32-level agreement, not float64-exact.
+    assert_close(logits, expected, "float64 logits", atol=1e-5, rtol=1e-5)
 
 
 def test_a_tied_head_is_the_embedding_parameter_also_after_a_strict_load(m02):

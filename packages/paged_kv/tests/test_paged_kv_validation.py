@@ -277,3 +277,42 @@ def test_model_inputs_of_no_request_is_empty_or_rejected(busy):
     else:
         assert tuple(result) == (None, None, None), "no rows: (None, None, None) or ValueError"
     assert_unchanged(busy, before)
+
+
+# ---- the last malformed inputs at the public doors (issue 36) -----------------------------
+
+
+@pytest.mark.extension
+@pytest.mark.parametrize(
+    ("arguments", "name"),
+    [((["m"], "c"), "model_id"), (("m", {"c": 1}), "cache_id")],
+    ids=["list model id", "dict cache id"],
+)
+def test_namespace_refuses_an_id_that_is_not_a_str(arguments, name):
+    """Unhashable or not digestible: refused when made, not at the first lookup."""
+    with pytest.raises(ValueError, match=name):
+        pkv.PagedNamespace(*arguments)
+
+
+@pytest.mark.extension
+def test_admit_refuses_tokens_on_meta_before_any_change(busy):
+    tokens = torch.tensor([[1, 2, 3, 4, 5]], dtype=torch.long, device="meta")
+    before = state_of(busy)
+
+    with pytest.raises(ValueError, match="token_ids"):
+        busy.cache.admit(**admit_args({"token_ids": tokens}))
+
+    assert_unchanged(busy, before)
+    busy.cache.admit(**admit_args({}))  # "new" was not opened
+
+
+@pytest.mark.extension
+def test_fork_of_an_unknown_parent_names_parent_id(busy):
+    before = state_of(busy)
+
+    with pytest.raises(ValueError, match="parent_id 'zz'"):
+        busy.cache.fork("zz", "q")
+
+    assert_unchanged(busy, before)
+    with pytest.raises(ValueError):
+        busy.cache.block_table("q")  # the child was not opened

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from gptlab_practice.sheet import LEDGER
+
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -117,7 +119,10 @@ def test_prefix_cache_stages_and_a_learned_re_solve(
     assert again.code == 0 and "archived prefix_cache_attempt.py" in again.out
     archived = list((home / "archive").glob("prefix_cache_attempt.*.py"))
     assert len(archived) == 1 and "PrefixCachedRunner" in archived[0].read_text()
-    put(FAITHFUL / "good_prefix_cache_dict_recency.py", attempt)
+    header = attempt.read_text()  # the ledger filled this time, then the code below it
+    for field in LEDGER:
+        header = header.replace(f"# {field}\n# >\n", f"# {field}\n# > stated\n")
+    attempt.write_text(header + (FAITHFUL / "good_prefix_cache_dict_recency.py").read_text())
     clock.advance(minutes=12)
     assert practise("check", "--all").code == 0
     status = practise("status")

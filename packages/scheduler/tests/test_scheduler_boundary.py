@@ -147,6 +147,18 @@ def test_engine_refuses_a_pool_that_cannot_be_allocated(model, name, value):
     assert "bytes" in str(error) and "enforce fail" not in str(error)
 
 
+@pytest.mark.parametrize("bad", [["queued"], {"queued": 1}, None], ids=["list", "dict", "None"])
+def test_status_and_abort_refuse_an_id_of_the_wrong_type_naming_it(busy, bad):
+    """An unhashable id is refused naming `request_id` (not "unhashable type"), and the
+    request named inside it ("queued", the second row) is neither read nor dropped."""
+    engine, counting = busy
+    before, calls = snapshot(engine), counting.calls
+    assert_rejects(lambda: engine.status(bad), REJECTED, "request_id")
+    assert_rejects(lambda: engine.abort_request(bad), REJECTED, "request_id")
+    assert snapshot(engine) == before and counting.calls == calls
+    assert engine.status("queued") == "waiting"
+
+
 def test_abort_request_of_an_unknown_id_is_refused(busy):
     engine, _ = busy
     before = snapshot(engine)

@@ -27,7 +27,9 @@ def append_kv_cache(
     v_cache.scatter_(2, index, v_new)
 
 
-def _check(k_cache: Tensor, v_cache: Tensor, k_new: Tensor, v_new: Tensor, positions: Tensor) -> None:
+def _check(
+    k_cache: Tensor, v_cache: Tensor, k_new: Tensor, v_new: Tensor, positions: Tensor
+) -> None:
     """Reject bad shapes, dtypes, devices and positions before anything is written."""
     named = (("k_cache", k_cache), ("v_cache", v_cache), ("k_new", k_new), ("v_new", v_new))
     for name, tensor in named:
@@ -38,7 +40,9 @@ def _check(k_cache: Tensor, v_cache: Tensor, k_new: Tensor, v_new: Tensor, posit
     if positions.dtype != torch.int64:
         raise ValueError(f"positions must be int64, got {positions.dtype}")
     if v_cache.shape != k_cache.shape:
-        raise ValueError(f"v_cache {tuple(v_cache.shape)} differs from k_cache {tuple(k_cache.shape)}")
+        raise ValueError(
+            f"v_cache {tuple(v_cache.shape)} differs from k_cache {tuple(k_cache.shape)}"
+        )
     B, H, S, D = k_cache.shape
     T = positions.shape[1]
     if positions.shape[0] != B:
@@ -52,7 +56,7 @@ def _check(k_cache: Tensor, v_cache: Tensor, k_new: Tensor, v_new: Tensor, posit
         raise ValueError(f"v_cache is {v_cache.dtype} but k_cache is {k_cache.dtype}")
     devices = {t.device for _, t in named} | {positions.device}
     if len(devices) != 1:
-        raise ValueError(f"k_cache, v_cache, k_new, v_new and positions share no device: {devices}")
+        raise ValueError(f"k_cache, v_cache, k_new, v_new and positions span devices {devices}")
     if T == 0:
         return
     outside = ((positions < 0) | (positions >= S)).nonzero()
@@ -63,7 +67,9 @@ def _check(k_cache: Tensor, v_cache: Tensor, k_new: Tensor, v_new: Tensor, posit
     ordered = positions.sort(dim=1).values
     repeated = (ordered[:, 1:] == ordered[:, :-1]).any(dim=1).nonzero().flatten().tolist()
     if repeated:
-        raise ValueError(f"positions repeat a slot in row {repeated[0]}: {positions[repeated[0]].tolist()}")
+        raise ValueError(
+            f"positions repeat a slot in row {repeated[0]}: {positions[repeated[0]].tolist()}"
+        )
 
 
 def _shape(value: object) -> str:

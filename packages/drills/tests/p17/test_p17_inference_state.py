@@ -200,7 +200,9 @@ def test_a_module_that_is_not_an_nn_module_is_rejected():
 
     with inputs_untouched(x=x):
         assert_rejects(
-            lambda: drill.probe_inference_state(plain_function, x), (TypeError, ValueError), "module"
+            lambda: drill.probe_inference_state(plain_function, x),
+            (TypeError, ValueError),
+            "module",
         )
 
 

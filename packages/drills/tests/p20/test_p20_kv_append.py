@@ -24,6 +24,10 @@ def long(rows: list[list[int]]) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.long, device=test_device())
 
 
+def zeros(*shape: int) -> torch.Tensor:
+    return torch.zeros(*shape, device=test_device())
+
+
 def test_only_the_selected_slots_of_each_row_change():
     checks.writes_exactly_the_chosen_slots(drill.append_kv_cache)
 
@@ -41,10 +45,10 @@ def test_any_distinct_positions_match_the_loop_oracle(data):
 def test_one_token_steps_build_the_same_cache_as_one_prefill_write():
     B, H, S, D, T = 2, 2, 6, 3, 4
     k_new, v_new = seeded(B, H, T, D, seed=1), seeded(B, H, T, D, seed=2)
-    prefill_k, prefill_v = torch.zeros(B, H, S, D), torch.zeros(B, H, S, D)
+    prefill_k, prefill_v = zeros(B, H, S, D), zeros(B, H, S, D)
     drill.append_kv_cache(prefill_k, prefill_v, k_new, v_new, long([[0, 1, 2, 3]] * B))
 
-    step_k, step_v = torch.zeros(B, H, S, D), torch.zeros(B, H, S, D)
+    step_k, step_v = zeros(B, H, S, D), zeros(B, H, S, D)
     for t in range(T):
         drill.append_kv_cache(
             step_k, step_v, k_new[:, :, t : t + 1], v_new[:, :, t : t + 1], long([[t]] * B)
@@ -88,9 +92,7 @@ def test_a_position_outside_the_cache_is_rejected_before_any_write(bad):
     rejected({**valid_call(), "positions": long([[0, 1, 2], [2, 3, bad]])}, "positions")
 
 
-@pytest.mark.parametrize(
-    "row", [[2, 2, 4], [4, 3, 4]], ids=["adjacent repeat", "repeat apart"]
-)
+@pytest.mark.parametrize("row", [[2, 2, 4], [4, 3, 4]], ids=["adjacent repeat", "repeat apart"])
 def test_a_position_repeated_within_a_row_is_rejected(row):
     rejected({**valid_call(), "positions": long([[0, 1, 2], row])}, "positions")
 

@@ -36,6 +36,8 @@ def check_slot_write(
         raise TypeError(f"key_cache must be a tensor, got {type(key_cache).__name__}")
     if key_cache.dim() != 4:
         raise ValueError(f"key_cache must be a [B, H, S, D] tensor, got {list(key_cache.shape)}")
+    if key_cache.is_meta:  # no memory: the overlap checks below would blame value_cache
+        raise ValueError("key_cache is on device meta: it holds no data to write into")
     B, H, S, D = key_cache.shape
     dtype, device = key_cache.dtype, key_cache.device
     check_tensor("value_cache", value_cache, shape=(B, H, S, D), dtype=dtype, device=device)

@@ -6,7 +6,7 @@ on them instead of owning a second copy.
 """
 
 from .attention import GroupedQueryAttention, repeat_kv
-from .checks import check_float, check_probability, check_size
+from .checks import ArgumentTypeError, check_float, check_probability, check_size
 from .config import ModernLMConfig
 from .llama import config_from_llama, llama_config_kwargs
 from .loss import IGNORE_INDEX, shifted_cross_entropy
@@ -17,6 +17,7 @@ from .rotary import RotaryEmbedding, apply_rotary, rotate_half
 
 __all__ = [
     "IGNORE_INDEX",
+    "ArgumentTypeError",
     "DecoderLayer",
     "GroupedQueryAttention",
     "ModernLM",

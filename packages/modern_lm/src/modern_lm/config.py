@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checks import check_float, check_probability, check_size
+from .checks import ArgumentTypeError, check_float, check_probability, check_size
 
 _SIZES = (
     "vocab_size",
@@ -62,7 +62,9 @@ class ModernLMConfig:
         check_float("rms_norm_eps", self.rms_norm_eps)
         check_probability("dropout", self.dropout)
         if not isinstance(self.tie_word_embeddings, bool):
-            raise TypeError(f"tie_word_embeddings must be a bool, got {self.tie_word_embeddings!r}")
+            raise ArgumentTypeError(
+                f"tie_word_embeddings must be a bool, got {self.tie_word_embeddings!r}"
+            )
 
     @property
     def kv_group_size(self) -> int:

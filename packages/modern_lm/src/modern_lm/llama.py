@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .checks import ArgumentTypeError
 from .config import ModernLMConfig
 
 
 def llama_config_kwargs(config: ModernLMConfig) -> dict[str, object]:
     """Keyword arguments for ``transformers.LlamaConfig`` describing the same model."""
     if not isinstance(config, ModernLMConfig):
-        raise TypeError(f"config must be a ModernLMConfig, got {type(config).__name__}")
+        raise ArgumentTypeError(f"config must be a ModernLMConfig, got {type(config).__name__}")
     return {
         "vocab_size": config.vocab_size,
         "hidden_size": config.hidden_size,
@@ -57,7 +58,9 @@ def config_from_llama(llama_config: object) -> ModernLMConfig:
         hidden_size=hidden,
         num_hidden_layers=_int(llama_config, "num_hidden_layers"),
         num_attention_heads=heads,
-        num_key_value_heads=heads if kv_heads is None else _int(llama_config, "num_key_value_heads"),
+        num_key_value_heads=heads
+        if kv_heads is None
+        else _int(llama_config, "num_key_value_heads"),
         head_dim=hidden // heads if head_dim is None else _int(llama_config, "head_dim"),
         intermediate_size=_int(llama_config, "intermediate_size"),
         max_position_embeddings=_int(llama_config, "max_position_embeddings"),
@@ -71,7 +74,7 @@ def config_from_llama(llama_config: object) -> ModernLMConfig:
 def _int(config: object, name: str) -> int:
     value = getattr(config, name, None)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"the Llama config's {name} must be an int, got {value!r}")
+        raise ArgumentTypeError(f"the Llama config's {name} must be an int, got {value!r}")
     return value
 
 
@@ -85,7 +88,7 @@ def _rope_theta(llama_config: object) -> float:
     if not isinstance(parameters, Mapping):
         parameters = getattr(llama_config, "rope_scaling", None) or {}
     if not isinstance(parameters, Mapping):
-        raise TypeError(f"rope_scaling must be a dict or None, got {parameters!r}")
+        raise ArgumentTypeError(f"rope_scaling must be a dict or None, got {parameters!r}")
     rope_type = parameters.get("rope_type", parameters.get("type", "default"))
     if rope_type != "default":
         raise ValueError(f"rope type {rope_type!r} is unsupported (only the default rope)")
@@ -93,7 +96,7 @@ def _rope_theta(llama_config: object) -> float:
     if theta is None:
         raise ValueError("the Llama config has no rope_theta")
     if isinstance(theta, bool) or not isinstance(theta, int | float):
-        raise TypeError(f"rope_theta must be a float, got {theta!r}")
+        raise ArgumentTypeError(f"rope_theta must be a float, got {theta!r}")
     return float(theta)
 
 

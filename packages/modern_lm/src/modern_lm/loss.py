@@ -6,6 +6,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional
 
+from .checks import ArgumentTypeError
+
 IGNORE_INDEX = -100
 
 
@@ -16,7 +18,7 @@ def shifted_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     nothing to score gives a zero still attached to the graph, not the plain mean's NaN.
     """
     if not isinstance(labels, Tensor):
-        raise TypeError(f"labels must be a Tensor, got {type(labels).__name__}")
+        raise ArgumentTypeError(f"labels must be a Tensor, got {type(labels).__name__}")
     if labels.dtype != torch.long or labels.shape != logits.shape[:2]:
         raise ValueError(
             f"labels must be long {tuple(logits.shape[:2])} like input_ids, got "

@@ -1,14 +1,14 @@
 """ModernLM: a Llama-shaped causal decoder whose module paths are Llama's checkpoint names.
 
-    ModernLM
-      model.embed_tokens                     Embedding [V, C]
-      model.rotary_emb                       RoPE angles (non-persistent inv_freq buffer)
-      model.layers.N.input_layernorm         RMSNorm [C]
-      model.layers.N.self_attn.{q,k,v,o}_proj   bias-free; q [H*D, C], k and v [H_kv*D, C]
-      model.layers.N.post_attention_layernorm   RMSNorm [C]
-      model.layers.N.mlp.{gate,up,down}_proj    SwiGLU, bias-free
-      model.norm                             final RMSNorm [C]
-      lm_head                                [V, C], optionally the embedding's Parameter
+ModernLM
+  model.embed_tokens                     Embedding [V, C]
+  model.rotary_emb                       RoPE angles (non-persistent inv_freq buffer)
+  model.layers.N.input_layernorm         RMSNorm [C]
+  model.layers.N.self_attn.{q,k,v,o}_proj   bias-free; q [H*D, C], k and v [H_kv*D, C]
+  model.layers.N.post_attention_layernorm   RMSNorm [C]
+  model.layers.N.mlp.{gate,up,down}_proj    SwiGLU, bias-free
+  model.norm                             final RMSNorm [C]
+  lm_head                                [V, C], optionally the embedding's Parameter
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import GroupedQueryAttention
+from .checks import ArgumentTypeError
 from .config import ModernLMConfig
 from .loss import shifted_cross_entropy
 from .mlp import SwiGLU
@@ -77,7 +78,7 @@ class ModernLM(nn.Module):
     def __init__(self, config: ModernLMConfig) -> None:
         super().__init__()
         if not isinstance(config, ModernLMConfig):
-            raise TypeError(f"config must be a ModernLMConfig, got {type(config).__name__}")
+            raise ArgumentTypeError(f"config must be a ModernLMConfig, got {type(config).__name__}")
         self.config = config
         self.model = ModernModel(config)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
@@ -96,7 +97,7 @@ class ModernLM(nn.Module):
     def _checked_positions(self, input_ids: Tensor, positions: Tensor | None) -> Tensor:
         """ValueError for ids or positions the model cannot embed; positions default 0..T-1."""
         if not isinstance(input_ids, Tensor):
-            raise TypeError(f"input_ids must be a Tensor, got {type(input_ids).__name__}")
+            raise ArgumentTypeError(f"input_ids must be a Tensor, got {type(input_ids).__name__}")
         if input_ids.dtype != torch.long or input_ids.dim() != 2 or 0 in input_ids.shape:
             raise ValueError(
                 f"input_ids must be a long [B, T] tensor with B, T >= 1, got "
@@ -107,11 +108,11 @@ class ModernLM(nn.Module):
             raise ValueError(f"input_ids must lie in [0, {vocab})")
         if positions is None:
             T = input_ids.shape[1]
-            if T > context:
+            if context < T:
                 raise ValueError(f"{T} tokens exceed max_position_embeddings {context}")
             return torch.arange(T, device=input_ids.device).expand_as(input_ids)
         if not isinstance(positions, Tensor):
-            raise TypeError(f"positions must be a Tensor, got {type(positions).__name__}")
+            raise ArgumentTypeError(f"positions must be a Tensor, got {type(positions).__name__}")
         if positions.dtype != torch.long or positions.shape != input_ids.shape:
             raise ValueError(
                 f"positions must be long {tuple(input_ids.shape)} like input_ids, got "

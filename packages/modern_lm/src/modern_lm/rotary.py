@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .checks import check_float, check_size
+from .checks import ArgumentTypeError, check_float, check_size
 
 
 class RotaryEmbedding(nn.Module):
@@ -28,14 +28,14 @@ class RotaryEmbedding(nn.Module):
     def forward(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """positions [B, T] -> (cos, sin), each [B, 1, T, D] (broadcast over heads)."""
         if not isinstance(positions, Tensor):
-            raise TypeError(f"positions must be a Tensor, got {type(positions).__name__}")
+            raise ArgumentTypeError(f"positions must be a Tensor, got {type(positions).__name__}")
         if positions.dim() != 2 or positions.is_complex() or positions.dtype == torch.bool:
             raise ValueError(
                 f"positions must be a real [B, T] tensor, got {positions.dtype} "
                 f"{tuple(positions.shape)}"
             )
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+            raise ArgumentTypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
         # Angles in (at least) fp32: a half-precision angle at position 1000 is off by ~1 rad.
         angle_dtype = torch.promote_types(self.inv_freq.dtype, torch.float32)
         angles = positions.to(angle_dtype)[..., None] * self.inv_freq.to(angle_dtype)
@@ -53,7 +53,7 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """Rotate [B, H, T, D] queries or keys by their positions' angles (cos, sin [B, 1, T, D])."""
     for name, value in (("x", x), ("cos", cos), ("sin", sin)):
         if not isinstance(value, Tensor):
-            raise TypeError(f"{name} must be a Tensor, got {type(value).__name__}")
+            raise ArgumentTypeError(f"{name} must be a Tensor, got {type(value).__name__}")
     if x.dim() != 4 or x.shape[-1] % 2 != 0:
         raise ValueError(f"x must be [B, H, T, D] with D even, got {tuple(x.shape)}")
     B, _, T, D = x.shape

@@ -278,7 +278,7 @@ class PagedKVCache:
 
     def fork(self, parent_id: Hashable, child_id: Hashable) -> None:
         """A new request holding every block of ``parent_id`` (the partial last block too)."""
-        parent = self._table(parent_id)
+        parent = self._table(parent_id, "parent_id")
         check_request_id("child_id", child_id)
         if child_id in self._tables:
             raise ValueError(f"child_id {child_id!r} is already admitted")
@@ -369,11 +369,11 @@ class PagedKVCache:
 
     # ---- internals -------------------------------------------------------------------
 
-    def _table(self, request_id: Hashable) -> BlockTable:
-        check_request_id("request_id", request_id)
+    def _table(self, request_id: Hashable, name: str = "request_id") -> BlockTable:
+        check_request_id(name, request_id)
         table = self._tables.get(request_id)
         if table is None:
-            raise ValueError(f"request_id {request_id!r} is not admitted")
+            raise ValueError(f"{name} {request_id!r} is not admitted")
         return table
 
     def _tables_of(self, request_ids: Sequence[Hashable]) -> list[BlockTable]:

@@ -71,6 +71,8 @@ def check_device(device: object) -> torch.device:
 def token_list(name: str, tokens: object) -> list[int]:
     """A ``[T]`` or ``[1, T]`` integer tensor, or a flat sequence of ints, as a list (T >= 1)."""
     if isinstance(tokens, Tensor):
+        if tokens.device.type == "meta":  # no values to read (torch: "Cannot copy out of meta")
+            raise ValueError(f"{name} is on device meta: it holds no token values")
         if tokens.dim() == 2 and tokens.shape[0] == 1:
             tokens = tokens[0]
         if tokens.dim() != 1 or tokens.dtype.is_floating_point or tokens.dtype == torch.bool:

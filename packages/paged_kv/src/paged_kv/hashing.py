@@ -30,6 +30,14 @@ class PagedNamespace:
     model_id: str
     cache_id: str
 
+    def __post_init__(self) -> None:
+        # Hashable and digestible (block_hash encodes both): a list would be accepted here
+        # and fail at the first lookup, far from the mistake.
+        for name in ("model_id", "cache_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise ValueError(f"{name} must be a str, got {type(value).__name__} {value!r}")
+
 
 def block_hash(
     parent: BlockHash | None, tokens: Sequence[int], namespace: PagedNamespace, start: int

@@ -301,13 +301,22 @@ class Practice:
             )
         return max(active, key=lambda a: a.started_at)
 
+    def _to_check(self, name: str | None) -> Attempt:
+        """The attempt in progress; or, named, a finished drill whose probes await answers."""
+        unit = _mechanism(name) if name else None
+        if unit and unit.drill and not self.store.active(unit.package):
+            done = self.store.attempts(unit.package)
+            if done and done[-1].status == "done":
+                return done[-1]
+        return self.current(name)
+
     # -- check
     def check(self, name: str | None, every: bool, note: str | None, limits: Limits) -> int:
         from .grader import run_stage
         from .schedule import after_miss
         from .sheet import ledger_filled, probe_answers
 
-        attempt = self.current(name)
+        attempt = self._to_check(name)
         mechanism = units()[attempt.mechanism]
         path = Path(attempt.file)
         if not path.is_file():
@@ -376,8 +385,8 @@ class Practice:
         """What a finished attempt leads to: the stage to resume after a repair, a re-solve."""
         if unanswered:
             self.say(
-                f"  {unanswered} probe(s) unanswered in the attempt's header (answer them "
-                "without reopening the code; they are kept with the next passing check)"
+                f"  {unanswered} probe(s) unanswered: answer them in the header without "
+                f"reopening the code, then `check {mechanism.package}` records them"
             )
         if attempt.repair_of is not None:
             sent = self.store.attempt(attempt.repair_of)
@@ -389,8 +398,9 @@ class Practice:
                 )
                 self._announce(units()[sent.mechanism], sent.stage)
                 return
+        what = "passed" if mechanism.drill else "every stage passed"
         self.say(
-            f"{mechanism.package}: every stage passed. Re-solve from an empty file on a "
+            f"{mechanism.package}: {what}. Re-solve from an empty file on a "
             f"later day (`start {mechanism.package}`)."
         )
 

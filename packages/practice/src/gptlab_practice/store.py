@@ -551,6 +551,8 @@ class Store:
         now: datetime,
         next_minutes: dict[int, int],
     ) -> None:
+        if attempt.status != "active":  # a re-check of a finished attempt records answers only
+            return
         db.execute(
             "UPDATE stages SET passed_at = ?"
             " WHERE attempt_id = ? AND stage = ? AND passed_at IS NULL",

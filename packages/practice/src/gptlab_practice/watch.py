@@ -23,6 +23,7 @@ from rich.text import Text
 
 from .history import duration
 from .stages import units
+from .store import Attempt, StageRecord
 
 if TYPE_CHECKING:
     from .cli import Practice
@@ -33,34 +34,42 @@ TICK_MS = 250
 
 @dataclass
 class Screen:
-    """What the screen shows; `render` is called by the Live display's refresh thread."""
+    """What the screen shows. The store is read in the watching thread only (`snapshot`);
+    `render`, called by the Live display's refresh thread, reads the snapshot and the clock."""
 
     practice: Practice
     name: str | None
     path: Path = Path()
-    title: str = ""
-    attempt_id: int = 0
+    attempt: Attempt | None = None
+    record: StageRecord | None = None
     verdict: list[str] = field(default_factory=list)
     state: str = "waiting for a save"
+    note: str = ""
     checks: int = 0
     last_latency_s: float | None = None  # file event to verdict, the last check
 
     def follow(self) -> None:
         """Point at the attempt in progress (after a drill passes: the stage it resumes)."""
-        attempt = self.practice.current(self.name)
-        self.attempt_id = attempt.id
-        self.path = Path(attempt.file)
+        self.attempt = self.practice.current(self.name)
+        self.path = Path(self.attempt.file)
+        self.snapshot()
+
+    def snapshot(self) -> None:
+        assert self.attempt is not None
+        self.attempt = self.practice.store.attempt(self.attempt.id)
+        stages = self.practice.store.stages(self.attempt.id)
+        self.record = next((r for r in stages if r.stage == self.attempt.stage), None)
 
     def run_check(self, saved_at: float) -> None:
         from .cli import RefusedError
 
+        assert self.attempt is not None
         lines: list[str] = []
         say = self.practice.say
         self.practice.say = lines.append
-        self.state = "checking..."
+        self.state, self.note = "checking...", ""
         try:
-            attempt = self.practice.store.attempt(self.attempt_id)
-            code = self.practice.check(attempt.mechanism, False, None, {})
+            code = self.practice.check(self.attempt.mechanism, False, None, {})
             self.state = "PASS" if code == 0 else "FAIL"
         except RefusedError as error:
             lines.append(str(error))
@@ -70,23 +79,22 @@ class Screen:
         self.verdict = lines
         self.checks += 1
         self.last_latency_s = time.perf_counter() - saved_at
-        if self.practice.store.attempt(self.attempt_id).status != "active":
+        self.snapshot()
+        if self.attempt.status != "active":
             try:
                 self.follow()
             except RefusedError:
-                self.state += " (no attempt in progress: `start` one, or Ctrl-C)"
+                self.note = "no attempt in progress: `start` one (`due` says what), or Ctrl-C"
 
     def render(self) -> RenderableType:
-        attempt = self.practice.store.attempt(self.attempt_id)
+        attempt, record = self.attempt, self.record
+        assert attempt is not None
         unit = units()[attempt.mechanism]
         stage = unit.stage(attempt.stage)
         head = Text(
             f"{unit.package} attempt {attempt.number}  stage {stage.number}/{len(unit.stages)}"
             f"  ({attempt.status})",
             style="bold",
-        )
-        record = next(
-            (r for r in self.practice.store.stages(attempt.id) if r.stage == attempt.stage), None
         )
         clock = Text("")
         if record is not None and attempt.status == "active":
@@ -105,7 +113,7 @@ class Screen:
             Text(""),
             Text(f"last verdict: {self.state}", style=_style(self.state)),
             *(Text(line) for line in self.verdict),
-            Text(""),
+            Text(self.note, style="yellow"),
             Text(f"watching {self.path.name}: save to re-check, Ctrl-C to leave", style="dim"),
         )
         return Panel(body, title="gptlab-practice watch")
@@ -121,12 +129,18 @@ def watch(
     *,
     console: Console | None = None,
     stop: threading.Event | None = None,
+    ready: threading.Event | None = None,
     on_check: Callable[[Screen], None] | None = None,
 ) -> int:
-    """Re-check on every save until Ctrl-C (or `stop`, for tests). Exit status 0."""
+    """Re-check on every save until Ctrl-C (or `stop`, for tests). Exit status 0.
+
+    `ready` is set once file events are being watched; `on_check` sees each verdict."""
+    from gptlab_testkit import warm_up
+
     screen = Screen(practice, name)
     screen.follow()
     folder = screen.path.parent
+    warm_up()  # torch and the references now, so the first save is checked as fast as the rest
 
     def is_attempt(change: watchfiles.Change, path: str) -> bool:
         return change != watchfiles.Change.deleted and Path(path) == screen.path
@@ -145,6 +159,8 @@ def watch(
                 yield_on_timeout=True,
                 recursive=False,
             ):
+                if ready is not None:
+                    ready.set()
                 if changes:
                     saved = time.perf_counter()
                     screen.state = "checking..."

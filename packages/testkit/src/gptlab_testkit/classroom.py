@@ -52,6 +52,8 @@ from typing import Any, Literal
 from tqdm import tqdm
 
 from .candidates import VARIABLES, folder_assignments
+from .grading import UsageError, grade_run, parse_assignments, selection
+from .grading import parse_options as grade_options
 from .results import TestResult, records_payload, results_from
 from .suites import RUNTIME_PACKAGES, SuiteRun, side_by_side, warm_up
 
@@ -197,9 +199,6 @@ class PendingSubmission:
     def __init__(
         self, folder: Path, grade_args: Sequence[str], log_path: Path, limit: float | None
     ) -> None:
-        from .grade import _options as grade_options
-        from .grade import grade_run, parse_assignments, selection
-
         own = list(grade_args[: grade_args.index("--")] if "--" in grade_args else grade_args)
         pytest_args = list(grade_args[grade_args.index("--") + 1 :]) if "--" in grade_args else []
         options = grade_options(own)
@@ -436,9 +435,6 @@ def _passed_through(options: argparse.Namespace, pytest_args: list[str]) -> list
 
 def _check_grade_options(grade_args: list[str]) -> None:
     """The passed-through options, checked by grade's own rules before any grading."""
-    from .grade import UsageError
-    from .grade import _options as grade_options
-
     own = grade_args[: grade_args.index("--")] if "--" in grade_args else grade_args
     try:
         grade_options(own)
@@ -503,6 +499,7 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or {"-h", "--help"} & set(sys.argv):
         print(USAGE)
         raise SystemExit(0)
-    from .grade import main as grade_main
-
-    raise SystemExit(grade_main(sys.argv[1:]))
+    own, pytest_args = sys.argv[1:], []
+    if "--" in own:
+        own, pytest_args = own[: own.index("--")], own[own.index("--") + 1 :]
+    raise SystemExit(main(own, pytest_args))

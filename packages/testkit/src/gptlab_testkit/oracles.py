@@ -105,3 +105,64 @@ __all__ = [
     "loop_attention",
     "seeded",
 ]
+
+
+# ---- sampling drills (P11, PT28): generators and drawn token ids ----
+
+
+def seeded_generator(seed: int) -> torch.Generator:
+    """A fresh torch.Generator on the test device, seeded: the caller-owned RNG a sampler uses."""
+    return torch.Generator(device=test_device()).manual_seed(seed)
+
+
+def drawn_tokens(result: Tensor, batch: int) -> list[int]:
+    """A sampler's token ids as a list of `batch` ints; it may return them as [B] or [B, 1]."""
+    assert isinstance(result, Tensor), f"token ids must be a tensor, got {type(result).__name__}"
+    assert tuple(result.shape) in ((batch,), (batch, 1)), (
+        f"token ids must have shape [{batch}] or [{batch}, 1], got {tuple(result.shape)}"
+    )
+    assert not result.is_floating_point(), f"token ids must be integers, got {result.dtype}"
+    return [int(token) for token in result.flatten().tolist()]
+
+
+SAMPLERS = (torch.multinomial, torch.Tensor.multinomial)  # what greedy decoding never calls
+
+__all__ += ["SAMPLERS", "drawn_tokens", "seeded_generator"]
+
+
+def supplied_test_outcomes(test_file: object, variable: str, module: str) -> dict[str, bool]:
+    """Run a debug drill's supplied test file (its `test_*` functions, no fixtures) against
+    `module` (a module name or a .py path, passed through `variable`): {test name: passed}.
+
+    In-process and without pytest: the supplied file loads its module under test from
+    `variable` when imported, so each call imports it afresh.
+    """
+    import importlib.util
+    import os
+
+    import pytest
+
+    previous = os.environ.get(variable)
+    os.environ[variable] = module
+    try:
+        name = f"supplied_{variable.lower()}"
+        spec = importlib.util.spec_from_file_location(name, str(test_file))
+        assert spec is not None and spec.loader is not None, f"cannot load {test_file}"
+        loaded = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+    finally:
+        if previous is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = previous
+    outcome: dict[str, bool] = {}
+    for name in sorted(n for n in vars(loaded) if n.startswith("test_")):
+        try:
+            getattr(loaded, name)()
+            outcome[name] = True
+        except (Exception, pytest.fail.Exception):  # a failed pytest.raises is no Exception
+            outcome[name] = False
+    return outcome
+
+
+__all__ += ["supplied_test_outcomes"]

@@ -168,7 +168,7 @@ def gradescope_payload(
     score = _points(passed, unit)
     total = f"total: {passed}/{ran} contract tests passed"
     if points is not None:
-        total += f", {score:g}/{points:g} points"
+        total += f", {round(score, 2):g}/{points:g} points"
     candidates = ", ".join(
         f"{name}={spec}" for name, spec in modules.items() if spec != _default(name)
     )

@@ -3,16 +3,34 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
+from .attention import PastKeyValues
+from .config import GPTConfig
 from .errors import ArgumentTypeError, type_name
 from .validation import check_context_length, validate_input_ids
 
-if TYPE_CHECKING:
-    from .model import TinyGPT
+
+class DecodableModel(Protocol):
+    """What the decode loop drives (TinyGPT): its config, its weights' device, the
+    unchecked cached forward, and the train/eval switch. Stated here, so this module
+    needs nothing from model.py, which calls it."""
+
+    config: GPTConfig
+    training: bool
+    token_embedding: nn.Embedding  # its weight's device is the model's
+
+    def logits_and_cache(
+        self, input_ids: Tensor, past_key_values: PastKeyValues | None = None
+    ) -> tuple[Tensor, PastKeyValues]: ...
+
+    def eval(self) -> object: ...
+
+    def train(self, mode: bool = True) -> object: ...
+
 
 # The smallest positive temperature accepted: the smallest normal float32. Below it the
 # temperature itself rounds to zero or a subnormal in the logits' dtype.
@@ -22,7 +40,7 @@ LARGEST_TEMPERATURE = float(torch.finfo(torch.float32).max)  # beyond it: not fi
 
 @torch.no_grad()
 def generate(
-    model: TinyGPT,
+    model: DecodableModel,
     input_ids: Tensor,
     max_new_tokens: int,
     temperature: float = 0.0,
@@ -50,7 +68,7 @@ def generate(
 
 
 def _decode(
-    model: TinyGPT,
+    model: DecodableModel,
     input_ids: Tensor,
     max_new_tokens: int,
     temperature: float,
@@ -94,7 +112,7 @@ def choose_next_token(
 
 
 def validate_generation_arguments(
-    model: TinyGPT,
+    model: DecodableModel,
     input_ids: Tensor,
     max_new_tokens: int,
     temperature: float,
@@ -136,4 +154,4 @@ def validate_generation_arguments(
     check_context_length(T + max_new_tokens, config, "prompt + max_new_tokens")
 
 
-__all__ = ["choose_next_token", "generate"]
+__all__ = ["DecodableModel", "choose_next_token", "generate"]

@@ -1,53 +1,21 @@
-"""The modern block's parts: RMSNorm, SwiGLU MLP and grouped-query attention."""
+"""The modern block: grouped-query attention over a cache, with modern_lm's RMSNorm and SwiGLU."""
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor, nn
-from torch.nn import functional
 
+from modern_lm import RMSNorm, SwiGLU, apply_rotary
 from tinygpt import ArgumentTypeError
 
 from ..attention import AttentionKernel, grouped_query_attention, merge_heads, split_heads
 from ..cache_update import CacheWriter
 from ..output import LayerKV
-from .config import ModernConfig, check_float, check_size
-from .rotary import apply_rotary
+from .config import ModernConfig
 
 
 def check_config(config: object) -> None:
     if not isinstance(config, ModernConfig):
         raise ArgumentTypeError(f"config must be a ModernConfig, got {type(config).__name__}")
-
-
-class RMSNorm(nn.Module):
-    """x / rms(x) * weight, no mean subtraction and no bias (computed in fp32)."""
-
-    def __init__(self, dim: int, eps: float) -> None:
-        super().__init__()
-        check_size("dim", dim)
-        self.eps = check_float("rms_norm_eps", eps)
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x: Tensor) -> Tensor:
-        x32 = x.float()
-        normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
-        return normed.to(x.dtype) * self.weight
-
-
-class SwiGLU(nn.Module):
-    """down(silu(gate(x)) * up(x)), bias-free."""
-
-    def __init__(self, config: ModernConfig) -> None:
-        super().__init__()
-        check_config(config)
-        self.gate_proj = nn.Linear(config.d_model, config.d_ff, bias=False)
-        self.up_proj = nn.Linear(config.d_model, config.d_ff, bias=False)
-        self.down_proj = nn.Linear(config.d_ff, config.d_model, bias=False)
-
-    def forward(self, x: Tensor) -> Tensor:
-        out: Tensor = self.down_proj(functional.silu(self.gate_proj(x)) * self.up_proj(x))
-        return out
 
 
 class GroupedQueryAttention(nn.Module):
@@ -99,7 +67,7 @@ class ModernBlock(nn.Module):
         self.attention_norm = RMSNorm(config.d_model, config.rms_norm_eps)
         self.attention = GroupedQueryAttention(config)
         self.mlp_norm = RMSNorm(config.d_model, config.rms_norm_eps)
-        self.mlp = SwiGLU(config)
+        self.mlp = SwiGLU(config.d_model, config.d_ff)
 
     def forward(
         self,

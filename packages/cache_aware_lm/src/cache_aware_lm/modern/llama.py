@@ -10,12 +10,13 @@ checkpoint maps onto it by renaming alone:
 - the head: untied here; a tied checkpoint (no ``lm_head.weight``) gets a copy
   of the embedding as its head.
 
-Supported Llama configs: default rope (no scaling), ``silu``, no attention or
-MLP bias, ``head_dim == hidden_size / num_attention_heads``; anything else is a
-ValueError rather than a silently different model. State dicts are checked whole
-before anything is converted: every key present once, layers numbered 0..n-1, every
-tensor floating-point and shaped as the embedding and the first layer (or, given,
-the config) say; the error names the key.
+Supported Llama configs are ``modern_lm.config_from_llama``'s (default rope, ``silu``,
+no biases, ``head_dim == hidden_size / num_attention_heads``); anything else is a
+ValueError rather than a silently different model. ``modern_lm.ModernLM`` uses Llama's
+names as they are; this module renames them for the cache-aware variant's tree.
+State dicts are checked whole before anything is converted: every key present once,
+layers numbered 0..n-1, every tensor floating-point and shaped as the embedding and
+the first layer (or, given, the config) say; the error names the key.
 
     config = config_from_llama(hf_model.config)
     model = ModernCacheAwareLM(config)
@@ -29,6 +30,7 @@ from collections.abc import Callable, Mapping
 
 from torch import Tensor
 
+import modern_lm
 from tinygpt import ArgumentTypeError
 
 from .config import ModernConfig
@@ -65,52 +67,48 @@ def llama_config_kwargs(config: ModernConfig) -> dict[str, object]:
     """Keyword arguments for ``transformers.LlamaConfig`` describing the same model."""
     if not isinstance(config, ModernConfig):
         raise ArgumentTypeError(f"config must be a ModernConfig, got {type(config).__name__}")
-    return {
-        "vocab_size": config.vocab_size,
-        "hidden_size": config.d_model,
-        "intermediate_size": config.d_ff,
-        "num_hidden_layers": config.n_layers,
-        "num_attention_heads": config.n_heads,
-        "num_key_value_heads": config.n_kv_heads,
-        "max_position_embeddings": config.context_length,
-        "rms_norm_eps": config.rms_norm_eps,
-        "rope_theta": config.rope_theta,
-        "hidden_act": "silu",
-        "attention_bias": False,
-        "mlp_bias": False,
-        "tie_word_embeddings": False,
-    }
+    return modern_lm.llama_config_kwargs(_as_modern_lm(config))
 
 
 def config_from_llama(llama_config: object) -> ModernConfig:
-    """The ``ModernConfig`` of a ``LlamaConfig`` (transformers 4.44+ or 5.x), or ValueError."""
-    hidden, heads = _int(llama_config, "hidden_size"), _int(llama_config, "num_attention_heads")
-    head_dim = getattr(llama_config, "head_dim", None)
-    if head_dim is not None and (not isinstance(head_dim, int) or head_dim * heads != hidden):
-        raise ValueError(f"head_dim {head_dim} != hidden_size / num_attention_heads is unsupported")
-    activation = getattr(llama_config, "hidden_act", None)
-    if activation != "silu":
-        raise ValueError(f"hidden_act {activation!r} is unsupported (SwiGLU uses silu)")
-    for flag in ("attention_bias", "mlp_bias"):
-        if getattr(llama_config, flag, False):
-            raise ValueError(f"{flag}=True is unsupported: the modern variant has no biases")
-    has_kv_heads = getattr(llama_config, "num_key_value_heads", None) is not None
+    """The ``ModernConfig`` of a ``LlamaConfig`` (transformers 4.44+ or 5.x), or ValueError.
+
+    ``modern_lm.config_from_llama`` reads and checks the Llama config (rope type, activation,
+    biases, head_dim); this maps its sizes onto ModernConfig's names.
+    """
     try:
+        sizes = modern_lm.config_from_llama(llama_config)
         return ModernConfig(
-            vocab_size=_int(llama_config, "vocab_size"),
-            context_length=_int(llama_config, "max_position_embeddings"),
-            d_model=hidden,
-            n_layers=_int(llama_config, "num_hidden_layers"),
-            n_heads=heads,
-            n_kv_heads=_int(llama_config, "num_key_value_heads") if has_kv_heads else heads,
-            d_ff=_int(llama_config, "intermediate_size"),
-            rms_norm_eps=getattr(llama_config, "rms_norm_eps", 1e-6),
-            rope_theta=_rope_theta(llama_config),
+            vocab_size=sizes.vocab_size,
+            context_length=sizes.max_position_embeddings,
+            d_model=sizes.hidden_size,
+            n_layers=sizes.num_hidden_layers,
+            n_heads=sizes.num_attention_heads,
+            n_kv_heads=sizes.num_key_value_heads,
+            d_ff=sizes.intermediate_size,
+            rms_norm_eps=sizes.rms_norm_eps,
+            rope_theta=sizes.rope_theta,
         )
-    except ValueError as error:  # ModernConfig names its own fields: say which Llama ones
+    except ValueError as error:  # the configs name their own fields: say which Llama ones
         raise type(error)(
             f"llama_config does not fit a ModernConfig ({_LLAMA_NAMES}): {error}"
         ) from error
+
+
+def _as_modern_lm(config: ModernConfig) -> modern_lm.ModernLMConfig:
+    """The same sizes under modern_lm's (Llama's) field names; the head stays untied."""
+    return modern_lm.ModernLMConfig(
+        vocab_size=config.vocab_size,
+        hidden_size=config.d_model,
+        num_hidden_layers=config.n_layers,
+        num_attention_heads=config.n_heads,
+        num_key_value_heads=config.n_kv_heads,
+        head_dim=config.head_dim,
+        intermediate_size=config.d_ff,
+        max_position_embeddings=config.context_length,
+        rope_theta=config.rope_theta,
+        rms_norm_eps=config.rms_norm_eps,
+    )
 
 
 def from_llama_state_dict(
@@ -268,35 +266,6 @@ def _llama_name(ours: str) -> str:
     if layer := _OURS_LAYER.fullmatch(ours):
         return f"model.layers.{layer.group(1)}.{_LAYER_NAMES[layer.group(2)]}"
     return _TOP_NAMES[ours]
-
-
-def _int(config: object, name: str) -> int:
-    value = getattr(config, name, None)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"the Llama config's {name} must be an int, got {value!r}")
-    return value
-
-
-def _rope_theta(llama_config: object) -> float:
-    """Base of the default rope; scaled variants (llama3, yarn, ...) are rejected.
-
-    transformers 5 keeps it in ``rope_parameters``; 4.x in ``rope_theta`` with an
-    optional ``rope_scaling`` dict.
-    """
-    parameters = getattr(llama_config, "rope_parameters", None)
-    if not isinstance(parameters, Mapping):
-        parameters = getattr(llama_config, "rope_scaling", None) or {}
-    if not isinstance(parameters, Mapping):
-        raise ArgumentTypeError(f"rope_scaling must be a dict or None, got {parameters!r}")
-    rope_type = parameters.get("rope_type", parameters.get("type", "default"))
-    if rope_type != "default":
-        raise ValueError(f"rope type {rope_type!r} is unsupported (only the default rope)")
-    theta = parameters.get("rope_theta", getattr(llama_config, "rope_theta", None))
-    if theta is None:
-        raise ValueError("the Llama config has no rope_theta")
-    if isinstance(theta, bool) or not isinstance(theta, int | float):
-        raise ArgumentTypeError(f"rope_theta must be a float, got {theta!r}")
-    return float(theta)
 
 
 __all__ = [

@@ -12,12 +12,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from modern_lm import RMSNorm, RotaryEmbedding
 from tinygpt import ArgumentTypeError
 
 from ..decoder import CacheAwareDecoder
 from .config import ModernConfig
-from .layers import ModernBlock, RMSNorm
-from .rotary import RotaryEmbedding
+from .layers import ModernBlock
 
 
 class ModernCacheAwareLM(CacheAwareDecoder):

@@ -1,0 +1,45 @@
+"""A stranger's P11 from the README alone: checks the rows first, filters by zeroing and
+renormalising probabilities, draws with Tensor.multinomial, returns [B, 1], inference_mode."""
+
+import math
+
+import torch
+
+VARIABLE = "DRILL_P11_MODULE"
+
+
+def _reject_rows(logits):
+    nan_or_inf = torch.isnan(logits) | torch.isposinf(logits)
+    no_finite = ~torch.isfinite(logits).any(dim=1)
+    bad = (nan_or_inf.any(dim=1) | no_finite).nonzero()
+    if len(bad):
+        raise ValueError(f"logits: row {int(bad[0])} cannot be sampled")
+
+
+@torch.inference_mode()
+def sample_next_token(logits, *, temperature, top_k=None, top_p=None, generator):
+    if not torch.is_tensor(logits) or logits.ndim != 2 or not logits.is_floating_point():
+        raise ValueError("logits must be a float [B, V] tensor")
+    _reject_rows(logits)
+    vocab = logits.shape[1]
+    if top_p is not None and not (0 < top_p <= 1):
+        raise ValueError(f"top_p={top_p} is outside (0, 1]")
+    if top_k is not None and (top_k < 0 or top_k > vocab):
+        raise ValueError(f"top_k={top_k} is outside 0..{vocab}")
+    if not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature={temperature} must be finite and non-negative")
+    if temperature == 0:
+        return logits.argmax(dim=1, keepdim=True)
+    probs = torch.softmax(logits.float() / temperature, dim=1)
+    if top_k:
+        kth = probs.topk(top_k, dim=1).values[:, -1:]
+        probs = torch.where(probs >= kth, probs, 0.0)
+        probs = probs / probs.sum(dim=1, keepdim=True)
+    if top_p is not None and top_p < 1:
+        ordered = probs.sort(dim=1, descending=True).values
+        short = (ordered.cumsum(dim=1) - ordered) < top_p
+        count = short.sum(dim=1, keepdim=True).clamp(min=1)
+        floor = ordered.gather(1, count - 1)
+        probs = torch.where(probs >= floor, probs, 0.0)
+        probs = probs / probs.sum(dim=1, keepdim=True)
+    return probs.multinomial(1, generator=generator)

@@ -1,0 +1,20 @@
+"""Greedy rows are "sampled" at temperature 1e-5: the argmax comes out, but the draw advances
+the request's generator, so its later samples shift."""
+
+from gptlab_testkit.mutants import export_with, mutated_module
+
+VARIABLE = "DRILL_PT28_MODULE"
+EXPECTED_OWNER = "pt28"
+
+pt28 = mutated_module(
+    "gptlab_drills.pt28",
+    [
+        ("        if temperature == 0:\n            continue\n", ""),
+        (
+            "logits[row : row + 1].float() / temperature",
+            "logits[row : row + 1].float() / max(temperature, 1e-5)",
+        ),
+    ],
+    within="sample_batch",
+)
+globals().update(export_with("gptlab_drills.pt28", pt28))

@@ -1,0 +1,160 @@
+"""P03 split_heads(x, heads) and merge_heads(x): [B, T, C] <-> [B, H, T, D], exact round trip."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptlab_testkit import assert_rejects, candidate
+from gptlab_testkit.oracles import inputs_untouched, seeded
+
+drill = candidate("DRILL_P03_MODULE")
+
+pytestmark = [pytest.mark.owner("p03"), pytest.mark.contract]
+
+
+def loop_split(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """out[b, h, t, d] = x[b, t, h * D + d], one element at a time."""
+    B, T, C = x.shape
+    D = C // heads
+    out = torch.empty(B, heads, T, D, dtype=x.dtype, device=x.device)
+    for b in range(B):
+        for h in range(heads):
+            for t in range(T):
+                for d in range(D):
+                    out[b, h, t, d] = x[b, t, h * D + d]
+    return out
+
+
+def loop_merge(x: torch.Tensor) -> torch.Tensor:
+    """out[b, t, h * D + d] = x[b, h, t, d], one element at a time."""
+    B, H, T, D = x.shape
+    out = torch.empty(B, T, H * D, dtype=x.dtype, device=x.device)
+    for b in range(B):
+        for h in range(H):
+            for t in range(T):
+                for d in range(D):
+                    out[b, t, h * D + d] = x[b, h, t, d]
+    return out
+
+
+def test_split_puts_each_block_of_channels_in_its_own_head():
+    x = seeded(2, 3, 12, seed=1)
+
+    got = drill.split_heads(x, 4)
+
+    assert got.shape == (2, 4, 3, 3)
+    assert torch.equal(got, loop_split(x, 4)), "split_heads vs element-by-element oracle"
+
+
+def test_merge_puts_each_head_back_in_its_block_of_channels():
+    x = seeded(2, 4, 3, 5, seed=2)
+
+    got = drill.merge_heads(x)
+
+    assert got.shape == (2, 3, 20)
+    assert torch.equal(got, loop_merge(x)), "merge_heads vs element-by-element oracle"
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    B=st.integers(1, 3),
+    T=st.integers(1, 5),
+    H=st.integers(1, 4),
+    D=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_merge_of_split_is_the_exact_input(B, T, H, D, seed):
+    x = seeded(B, T, H * D, seed=seed)
+
+    split = drill.split_heads(x, H)
+    assert split.shape == (B, H, T, D)
+    assert torch.equal(split, loop_split(x, H)), "split_heads vs oracle"
+    assert torch.equal(drill.merge_heads(split), x), "merge_heads(split_heads(x)) != x"
+
+
+@pytest.mark.parametrize(("B", "T"), [(1, 1), (1, 6), (3, 1)])
+def test_batch_of_one_and_single_token_split_and_merge(B, T):
+    x = seeded(B, T, 8, seed=3)
+
+    split = drill.split_heads(x, 2)
+
+    assert torch.equal(split, loop_split(x, 2)), f"split at B={B}, T={T}"
+    assert torch.equal(drill.merge_heads(split), x), f"round trip at B={B}, T={T}"
+
+
+def test_split_of_a_token_major_layout_is_a_transpose_not_a_reshape():
+    # One head's rows are strided through x: head h at time t starts at t*C + h*D. A
+    # split done by reshaping to [B, H, T, D] reads head 0's first row as x[0, 0, :D]
+    # and its second row as x[0, 0, D:2D] (the next head's channels of the same token).
+    x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)
+
+    got = drill.split_heads(x, 2)
+
+    assert torch.equal(got[1, 0, 2], x[1, 2, 0:2]), "head 0, token 2 of row 1"
+    assert torch.equal(got[1, 1, 0], x[1, 0, 2:4]), "head 1, token 0 of row 1"
+
+
+def test_merge_accepts_the_non_contiguous_output_of_a_transpose():
+    # The split's output is a transposed view: merging must not call view() on it.
+    heads_first = seeded(2, 3, 4, 5, seed=4).transpose(1, 2)  # [B, H, T, D], strided
+
+    got = drill.merge_heads(heads_first)
+
+    assert torch.equal(got, loop_merge(heads_first)), "merge of a strided [B, H, T, D]"
+
+
+def test_merge_returns_a_contiguous_tensor():
+    split = drill.split_heads(seeded(2, 5, 6, seed=5), 3)
+
+    got = drill.merge_heads(split)
+
+    assert got.is_contiguous(), f"merge_heads returned strides {got.stride()}"
+
+
+def test_split_and_merge_leave_their_inputs_unchanged():
+    x, y = seeded(2, 3, 6, seed=6), seeded(2, 3, 3, 2, seed=7).transpose(1, 2)
+
+    with inputs_untouched(x=x, y=y):
+        drill.split_heads(x, 3)
+        drill.merge_heads(y)
+
+
+def test_half_precision_keeps_its_dtype_and_values():
+    x = seeded(2, 3, 8, seed=8, dtype=torch.bfloat16)
+
+    split = drill.split_heads(x, 4)
+
+    assert split.dtype == torch.bfloat16 and torch.equal(split, loop_split(x, 4))
+    assert torch.equal(drill.merge_heads(split), x)
+
+
+# ---- rejection: valid in every respect but one, before any work ----
+
+
+@pytest.mark.parametrize(("C", "heads"), [(10, 3), (12, 5), (6, 4)])
+def test_channels_not_divisible_by_heads_are_rejected(C, heads):
+    x = seeded(2, 3, C, seed=9)
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: drill.split_heads(x, heads), ValueError, ("heads", "x"))
+
+
+@pytest.mark.parametrize("heads", [0, -2])
+def test_a_head_count_below_one_is_rejected(heads):
+    x = seeded(2, 3, 8, seed=10)
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: drill.split_heads(x, heads), ValueError, "heads")
+
+
+def test_split_of_a_tensor_that_is_not_three_dimensional_is_rejected():
+    x = seeded(2, 3, 4, 2, seed=11)
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: drill.split_heads(x, 2), ValueError, "x")
+
+
+def test_merge_of_a_tensor_that_is_not_four_dimensional_is_rejected():
+    x = seeded(2, 3, 8, seed=12)
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: drill.merge_heads(x), ValueError, "x")

@@ -1,0 +1,142 @@
+"""P08 temperature_probs(logits, temperature): fp32 softmax(logits / T), greedy at T = 0."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit.oracles import inputs_untouched, seeded
+
+drill = candidate("DRILL_P08_MODULE")
+
+pytestmark = [pytest.mark.owner("p08"), pytest.mark.contract]
+
+
+def loop_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The oracle in float64, one row at a time, from the logits' exact values."""
+    out = []
+    for row in logits.double().tolist():
+        top = max(row)
+        weights = [math.exp((x - top) / temperature) for x in row]
+        out.append([w / sum(weights) for w in weights])
+    return torch.tensor(out, dtype=torch.float64, device=logits.device)
+
+
+def probs(logits, temperature) -> torch.Tensor:
+    got = drill.temperature_probs(logits, temperature)
+    assert got.shape == logits.shape, f"shape {tuple(got.shape)} != {tuple(logits.shape)}"
+    assert got.dtype == torch.float32, f"probabilities must be fp32, got {got.dtype}"
+    return got
+
+
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
+def test_probs_equal_the_loop_softmax_of_the_tempered_logits(temperature):
+    logits = seeded(3, 7, seed=1) * 3
+
+    got = probs(logits, temperature)
+
+    assert_close(got.double(), loop_probs(logits, temperature), f"T={temperature}", atol=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 10)),
+    scale=st.sampled_from([1.0, 30.0, 1e3]),
+    temperature=st.sampled_from([0.05, 0.7, 1.0, 4.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_every_row_sums_to_one_with_finite_entries(shape, scale, temperature, seed):
+    logits = seeded(*shape, seed=seed) * scale
+
+    got = probs(logits, temperature)
+
+    assert torch.isfinite(got).all(), f"non-finite probabilities: {got}"
+    assert_close(got.sum(-1).double(), torch.ones(shape[0], dtype=torch.float64,
+                 device=got.device), "row sums", atol=1e-5)  # fmt: skip
+
+
+def test_large_half_precision_logits_give_finite_fp32_probabilities():
+    logits = torch.tensor(
+        [[6.0e4, 5.99e4, -6.0e4, 0.0], [-3.0e4, -3.001e4, -6.5e4, -2.9e4]],
+        dtype=torch.float16,
+        device=test_device(),
+    )
+
+    got = probs(logits, 0.5)  # logits / 0.5 overflow fp16; an fp16 softmax is 3 digits short
+
+    assert torch.isfinite(got).all(), f"non-finite probabilities: {got}"
+    assert_close(got.double(), loop_probs(logits, 0.5), "fp16 logits at T=0.5", atol=1e-6)
+
+
+def test_bfloat16_logits_are_normalised_in_fp32():
+    logits = (seeded(2, 6, seed=2) * 4).to(torch.bfloat16)
+
+    got = probs(logits, 1.0)
+
+    assert_close(got.double(), loop_probs(logits, 1.0), "bf16 logits", atol=1e-6)
+
+
+def test_adding_a_constant_to_a_row_changes_nothing():
+    logits = seeded(3, 6, seed=3)
+    shifted = logits + torch.tensor([[200.0], [-300.0], [0.0]], device=test_device())
+
+    assert_close(probs(shifted, 0.7), probs(logits, 0.7), "shifted rows", atol=1e-5)
+
+
+def test_a_tiny_positive_temperature_stays_finite():
+    logits = seeded(2, 5, seed=4) * 10
+
+    got = probs(logits, 1e-4)
+
+    assert torch.isfinite(got).all(), f"non-finite probabilities at T=1e-4: {got}"
+    assert_close(got.double(), loop_probs(logits, 1e-4), "T=1e-4", atol=1e-6)
+
+
+def test_temperature_zero_is_one_hot_at_the_argmax():
+    logits = seeded(4, 9, seed=5)
+
+    got = probs(logits, 0.0)
+
+    want = torch.nn.functional.one_hot(logits.argmax(-1), 9).float()
+    assert torch.equal(got, want), f"temperature 0 gave {got}"
+
+
+def test_temperature_zero_with_a_tied_maximum_picks_the_first():
+    logits = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]], device=test_device())
+
+    got = probs(logits, 0)
+
+    want = torch.tensor([[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]], device=test_device())
+    assert torch.equal(got, want), f"temperature 0 with ties gave {got}"
+
+
+def test_the_logits_are_not_written():
+    logits = seeded(3, 5, seed=6)
+
+    with inputs_untouched(logits=logits):
+        probs(logits, 0.5)
+        probs(logits, 0.0)
+
+
+# ---- rejection: valid in every respect but one ----
+
+
+@pytest.mark.parametrize("temperature", [-1.0, -1e-9, math.nan, math.inf])
+def test_a_negative_or_non_finite_temperature_is_rejected(temperature):
+    logits = seeded(2, 4, seed=7)
+    with inputs_untouched(logits=logits):
+        assert_rejects(
+            lambda: drill.temperature_probs(logits, temperature),
+            (ValueError, TypeError),
+            "temperature",
+        )
+
+
+def test_integer_logits_are_rejected():
+    logits = torch.arange(8, device=test_device()).reshape(2, 4)
+    assert_rejects(lambda: drill.temperature_probs(logits, 1.0), (ValueError, TypeError), "logits")

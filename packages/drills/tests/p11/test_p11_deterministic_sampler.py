@@ -1,0 +1,254 @@
+"""P11 sample_next_token(logits, *, temperature, top_k=None, top_p=None, generator)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit.oracles import (
+    SAMPLERS,
+    drawn_tokens,
+    forbidding,
+    inputs_untouched,
+    seeded,
+    seeded_generator,
+)
+
+drill = candidate("DRILL_P11_MODULE")
+
+pytestmark = [pytest.mark.owner("p11"), pytest.mark.contract]
+
+
+def sample(logits, **options) -> list[int]:
+    return drawn_tokens(drill.sample_next_token(logits, **options), logits.shape[0])
+
+
+def kept_tokens(row: list[float], temperature: float, top_k=None, top_p=None) -> set[int]:
+    """The tokens a filtered row may draw, in float64 and plain Python: the k largest (ties
+    at the k-th kept), then the smallest most-probable prefix of the tempered, top-k
+    distribution whose mass reaches p (ties with its last token kept)."""
+    scaled = [x / temperature for x in row]
+    kept = {i for i, x in enumerate(scaled) if x > -math.inf}
+    if top_k:
+        kth = sorted(scaled, reverse=True)[top_k - 1]
+        kept = {i for i in kept if scaled[i] >= kth}
+    if top_p is not None and top_p < 1:
+        top = max(scaled[i] for i in kept)
+        weights = {i: math.exp(scaled[i] - top) for i in kept}
+        total = sum(weights.values())
+        mass, boundary = 0.0, None
+        for i in sorted(kept, key=lambda i: -scaled[i]):
+            boundary = scaled[i]
+            mass += weights[i] / total
+            if mass >= top_p:
+                break
+        kept = {i for i in kept if scaled[i] >= boundary}
+    return kept
+
+
+def state(generator: torch.Generator) -> torch.Tensor:
+    return generator.get_state().clone()
+
+
+def test_temperature_one_unfiltered_equals_torch_multinomial():
+    logits = seeded(6, 11, seed=1)
+
+    got = sample(logits, temperature=1.0, generator=seeded_generator(7))
+
+    independent = seeded_generator(7)
+    want = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=independent)
+    assert got == want.flatten().tolist()
+
+
+def test_a_tempered_draw_equals_multinomial_over_the_tempered_softmax():
+    logits = seeded(6, 11, seed=2)
+
+    got = sample(logits, temperature=0.5, generator=seeded_generator(8))
+
+    probs = torch.softmax(logits / 0.5, dim=-1)
+    want = torch.multinomial(probs, 1, generator=seeded_generator(8))
+    assert got == want.flatten().tolist()
+
+
+def test_equal_seeds_give_equal_draws():
+    logits = seeded(32, 20, seed=3)
+    options = {"temperature": 0.8, "top_k": 10, "top_p": 0.9}
+
+    first = sample(logits, generator=seeded_generator(11), **options)
+    second = sample(logits, generator=seeded_generator(11), **options)
+
+    assert first == second
+
+
+def test_different_seeds_give_different_draws():
+    logits = torch.zeros(64, 50, device=test_device())  # uniform: 64 equal draws are ~impossible
+
+    first = sample(logits, temperature=1.0, generator=seeded_generator(12))
+    second = sample(logits, temperature=1.0, generator=seeded_generator(13))
+
+    assert first != second
+
+
+def test_the_generator_state_advances_with_each_draw():
+    logits = seeded(4, 9, seed=4)
+    generator = seeded_generator(14)
+    before = state(generator)
+
+    first = sample(logits, temperature=1.0, generator=generator)
+    after_one = state(generator)
+    second = sample(logits, temperature=1.0, generator=generator)
+
+    assert not torch.equal(after_one, before), "the generator's state did not advance"
+    fresh = sample(logits, temperature=1.0, generator=seeded_generator(14))
+    assert fresh == first, "a fresh generator with the same seed must repeat the first draw"
+    assert not torch.equal(state(generator), after_one), "the second draw did not advance it"
+    assert len(second) == 4
+
+
+def test_greedy_takes_the_argmax_without_drawing():
+    logits = seeded(5, 13, seed=5)
+    generator = seeded_generator(15)
+    before = state(generator)
+
+    with forbidding(*SAMPLERS, what="greedy sample_next_token"):
+        got = sample(logits, temperature=0.0, generator=generator)
+
+    assert got == logits.argmax(dim=-1).tolist()
+    assert torch.equal(state(generator), before), "greedy decoding advanced the generator"
+
+
+def test_greedy_ignores_the_filters():
+    logits = seeded(5, 13, seed=6)
+
+    with forbidding(*SAMPLERS, what="greedy sample_next_token"):
+        got = sample(logits, temperature=0, top_k=3, top_p=0.5, generator=seeded_generator(16))
+
+    assert got == logits.argmax(dim=-1).tolist()
+
+
+def test_tokens_outside_the_top_k_are_never_drawn():
+    row = seeded(1, 12, seed=7)
+    logits = row.expand(400, 12).contiguous()
+
+    got = sample(logits, temperature=1.5, top_k=3, generator=seeded_generator(17))
+
+    allowed = set(row[0].topk(3).indices.tolist())
+    assert set(got) <= allowed, f"drew {sorted(set(got) - allowed)} outside the top 3"
+    assert len(set(got)) > 1, "400 draws over three tokens gave one token"
+
+
+def test_top_p_keeps_the_nucleus_of_the_tempered_distribution():
+    # At temperature 1 the nucleus for p=0.6 is {0} (0.63 > 0.6); at temperature 2 the
+    # tempered probabilities are 0.41, 0.25, 0.15, ...: the nucleus grows to {0, 1}.
+    row = torch.tensor([[2.0, 1.0, 0.0, -1.0, -2.0, -3.0]], device=test_device())
+    logits = row.expand(300, 6).contiguous()
+
+    got = sample(logits, temperature=2.0, top_p=0.6, generator=seeded_generator(18))
+
+    assert set(got) == kept_tokens(row[0].tolist(), 2.0, top_p=0.6) == {0, 1}
+
+
+def test_top_p_applies_to_the_top_k_distribution():
+    # top_k=2 renormalises to {0: 0.73, 1: 0.27}; top_p=0.7 then keeps {0} alone
+    # (over the whole vocabulary token 0 holds only 0.63 and p=0.7 would keep two).
+    row = torch.tensor([[2.0, 1.0, 0.0, -0.5]], device=test_device())
+    logits = row.expand(200, 4).contiguous()
+
+    got = sample(logits, temperature=1.0, top_k=2, top_p=0.7, generator=seeded_generator(19))
+
+    assert set(got) == kept_tokens(row[0].tolist(), 1.0, top_k=2, top_p=0.7) == {0}
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_any_filtered_draw_lies_inside_the_loop_oracles_kept_set(data):
+    B = data.draw(st.integers(1, 4), label="B")
+    V = data.draw(st.integers(1, 12), label="V")
+    temperature = data.draw(st.sampled_from([0.3, 1.0, 2.5]), label="temperature")
+    top_k = data.draw(st.one_of(st.none(), st.integers(1, V)), label="top_k")
+    top_p = data.draw(st.one_of(st.none(), st.sampled_from([0.05, 0.5, 0.9, 1.0])), label="top_p")
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    logits = seeded(B, V, seed=seed) * 3
+
+    got = sample(logits, temperature=temperature, top_k=top_k, top_p=top_p,
+                 generator=seeded_generator(seed))  # fmt: skip
+
+    for b, token in enumerate(got):
+        kept = kept_tokens(logits[b].tolist(), temperature, top_k, top_p)
+        assert token in kept, f"row {b} drew {token}, outside {sorted(kept)}"
+
+
+def test_forbidden_minus_inf_tokens_are_never_drawn():
+    logits = seeded(200, 6, seed=8)
+    logits[:, ::2] = float("-inf")
+
+    got = sample(logits, temperature=1.0, generator=seeded_generator(20))
+
+    assert all(token % 2 == 1 for token in got)
+
+
+def test_large_half_precision_logits_at_low_temperature_still_sample():
+    logits = (seeded(4, 8, seed=9) * 1e4).to(torch.float16)  # finite; / 0.25 is not
+
+    got = sample(logits, temperature=0.25, generator=seeded_generator(21))
+
+    assert got == logits.float().argmax(dim=-1).tolist()  # gaps of thousands: the max wins
+
+
+def test_tokens_are_integer_ids_on_the_logits_device():
+    logits = seeded(3, 7, seed=10)
+
+    result = drill.sample_next_token(logits, temperature=1.0, generator=seeded_generator(22))
+
+    assert result.device == logits.device
+    assert all(0 <= token < 7 for token in drawn_tokens(result, 3))
+
+
+# ---- rejection: valid in every respect but one, before the generator is touched ----
+
+
+def rejects_before_drawing(argument: str, logits: torch.Tensor, **options) -> None:
+    generator = seeded_generator(23)
+    before = state(generator)
+    with inputs_untouched(logits=logits):
+        assert_rejects(
+            lambda: drill.sample_next_token(logits, generator=generator, **options),
+            (ValueError, TypeError),
+            argument,
+        )
+    assert torch.equal(state(generator), before), "a rejected call advanced the generator"
+
+
+@pytest.mark.parametrize("poison", ["nan", "+inf", "all -inf"])
+def test_an_invalid_row_is_rejected_before_sampling(poison):
+    logits = seeded(3, 6, seed=11)
+    if poison == "all -inf":
+        logits[1] = float("-inf")
+    else:
+        logits[1, 4] = float(poison.lstrip("+"))
+
+    rejects_before_drawing("logits", logits, temperature=1.0)
+
+
+@pytest.mark.parametrize("temperature", [-0.5, math.nan, math.inf])
+def test_a_negative_or_non_finite_temperature_is_rejected(temperature):
+    rejects_before_drawing("temperature", seeded(3, 6, seed=12), temperature=temperature)
+
+
+@pytest.mark.parametrize("top_k", [-1, 7])
+def test_a_top_k_outside_the_vocabulary_is_rejected(top_k):
+    rejects_before_drawing("top_k", seeded(3, 6, seed=13), temperature=1.0, top_k=top_k)
+
+
+@pytest.mark.parametrize("top_p", [0.0, -0.1, 1.5, math.nan])
+def test_a_top_p_outside_zero_to_one_is_rejected(top_p):
+    rejects_before_drawing("top_p", seeded(3, 6, seed=14), temperature=1.0, top_p=top_p)
+
+
+def test_logits_that_are_not_a_batch_of_rows_are_rejected():
+    rejects_before_drawing("logits", seeded(2, 3, 6, seed=15), temperature=1.0)

@@ -1,0 +1,165 @@
+"""P21 paged_lookup(cache, block_table, positions): gather tokens through a block table."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit.oracles import inputs_untouched, seeded
+
+drill = candidate("DRILL_P21_MODULE")
+
+pytestmark = [pytest.mark.owner("p21"), pytest.mark.contract]
+
+
+def long(rows: list[list[int]]) -> torch.Tensor:
+    return torch.tensor(rows, dtype=torch.long, device=test_device())
+
+
+def loop_gather(cache: torch.Tensor, table: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """One token at a time: block = table[b][p // size], offset = p % size."""
+    size = cache.shape[1]
+    B, T = positions.shape
+    out = torch.empty(B, T, *cache.shape[2:], dtype=cache.dtype, device=cache.device)
+    for b, row in enumerate(positions.tolist()):
+        for t, p in enumerate(row):
+            out[b, t] = cache[table[b, p // size], p % size]
+    return out
+
+
+def lookup(cache, table, positions):
+    got = drill.paged_lookup(cache, table, positions)
+    assert got.shape == (*positions.shape, *cache.shape[2:]), f"output shape {tuple(got.shape)}"
+    return got
+
+
+def test_positions_crossing_a_block_edge_read_the_next_physical_block():
+    cache = seeded(4, 2, 1, 3, seed=1)  # block size 2
+    table = long([[2, 0, 3]])
+    positions = long([[1, 2, 3, 4]])  # last of block 2, both of block 0, first of block 3
+
+    got = lookup(cache, table, positions)
+
+    want = torch.stack([cache[2, 1], cache[0, 0], cache[0, 1], cache[3, 0]])[None]
+    assert torch.equal(got, want), "tokens across a block edge came from the wrong slots"
+
+
+def test_shuffled_physical_blocks_match_the_loop_gather():
+    cache = seeded(6, 3, 2, 4, seed=2)
+    table = long([[5, 1, 3], [0, 4, 2]])
+    positions = long([[0, 4, 8, 3], [7, 2, 6, 1]])
+
+    got = lookup(cache, table, positions)
+
+    assert torch.equal(got, loop_gather(cache, table, positions)), "gather vs loop oracle"
+
+
+def test_rows_sharing_a_physical_block_read_the_same_tokens():
+    cache = seeded(5, 2, 2, 3, seed=3)
+    table = long([[4, 1], [4, 2]])  # both rows' first block is physical block 4
+    positions = long([[0, 1, 2], [0, 1, 3]])
+
+    got = lookup(cache, table, positions)
+
+    assert torch.equal(got[0, :2], got[1, :2]), "a shared block read differently per row"
+    assert torch.equal(got, loop_gather(cache, table, positions)), "gather vs loop oracle"
+
+
+def test_one_block_used_twice_in_a_row_reads_it_twice():
+    cache = seeded(3, 2, 1, 2, seed=4)
+    table = long([[1, 1]])
+
+    got = lookup(cache, table, long([[0, 2, 3, 1]]))
+
+    assert torch.equal(got, loop_gather(cache, table, long([[0, 2, 3, 1]])))
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_any_table_and_positions_match_the_loop_gather(data):
+    blocks = data.draw(st.integers(1, 6), label="num_blocks")
+    size = data.draw(st.integers(1, 4), label="block_size")
+    B = data.draw(st.integers(1, 3), label="B")
+    width = data.draw(st.integers(1, 4), label="max_blocks")
+    T = data.draw(st.integers(0, 5), label="T")
+    H, D = data.draw(st.integers(1, 2), label="Hkv"), data.draw(st.integers(1, 3), label="D")
+    table = [[data.draw(st.integers(0, blocks - 1)) for _ in range(width)] for _ in range(B)]
+    positions = [[data.draw(st.integers(0, width * size - 1)) for _ in range(T)] for _ in range(B)]
+    cache = seeded(blocks, size, H, D, seed=data.draw(st.integers(0, 2**16), label="seed"))
+    table_t = long(table)
+    positions_t = torch.tensor(positions, dtype=torch.long, device=test_device()).reshape(B, T)
+
+    got = lookup(cache, table_t, positions_t)
+
+    assert torch.equal(got, loop_gather(cache, table_t, positions_t)), "gather vs loop oracle"
+
+
+def test_unallocated_entries_no_position_reads_are_ignored():
+    cache = seeded(3, 2, 1, 2, seed=5)
+    table = long([[2, -1, -1], [0, 1, -1]])  # -1: block not allocated yet
+    positions = long([[0, 1], [3, 2]])
+
+    got = lookup(cache, table, positions)
+
+    assert torch.equal(got, loop_gather(cache, table, positions))
+
+
+def test_inputs_are_only_read_and_the_result_is_the_callers_own():
+    cache = seeded(4, 2, 2, 3, seed=6)
+    table, positions = long([[3, 1], [0, 2]]), long([[0, 3], [2, 1]])
+    with inputs_untouched(cache=cache, block_table=table, positions=positions):
+        got = drill.paged_lookup(cache, table, positions)
+    before = cache.clone()
+
+    got = got.clone() if got.is_inference() else got
+    got.fill_(7.0)  # writing the result must not reach the cache (a gather is a copy)
+
+    assert torch.equal(cache, before), "the result shares memory with the cache"
+
+
+def test_half_precision_cache_returns_its_own_dtype_exactly():
+    cache = seeded(3, 2, 2, 2, seed=7, dtype=torch.bfloat16)
+    table, positions = long([[2, 0]]), long([[3, 0, 2]])
+
+    got = lookup(cache, table, positions)
+
+    assert got.dtype == torch.bfloat16 and torch.equal(got, loop_gather(cache, table, positions))
+
+
+# ---- rejection: valid in every respect but one, on row 1 ----
+
+
+def valid_call() -> dict[str, torch.Tensor]:
+    return {
+        "cache": seeded(4, 2, 1, 3, seed=8),
+        "block_table": long([[0, 1], [3, 2]]),
+        "positions": long([[0, 3], [1, 2]]),
+    }
+
+
+def rejected(call: dict[str, torch.Tensor], argument: str | tuple[str, ...]) -> None:
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.paged_lookup(*call.values()), ValueError, argument)
+
+
+@pytest.mark.parametrize("entry", [-1, 4], ids=["unallocated -1", "past the pool"])
+def test_a_position_read_through_an_invalid_table_entry_is_rejected(entry):
+    table = long([[0, 1], [3, entry]])  # row 1's position 2 reads its second block
+    rejected({**valid_call(), "block_table": table}, ("block_table", "positions"))
+
+
+@pytest.mark.parametrize("bad", [4, -1], ids=["past the table's reach", "negative"])
+def test_a_position_outside_the_rows_table_is_rejected(bad):
+    rejected({**valid_call(), "positions": long([[0, 3], [1, bad]])}, "positions")
+
+
+def test_positions_for_another_batch_size_are_rejected():
+    rejected({**valid_call(), "positions": long([[0, 3]])}, ("positions", "block_table"))
+
+
+def test_a_floating_point_block_table_is_rejected():
+    table = torch.tensor([[0.0, 1.0], [3.0, 2.0]], device=test_device())
+    rejected({**valid_call(), "block_table": table}, "block_table")

@@ -1,0 +1,152 @@
+"""PT06 TinyDecoder, repaired from artifacts/pt06_start.py: every layer registered once."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptlab_testkit import assert_close, candidate, test_device
+
+drill = candidate("DRILL_PT06_MODULE")
+
+pytestmark = [pytest.mark.owner("pt06"), pytest.mark.contract]
+
+VOCAB = 13
+
+
+def build(seed: int, n_layers: int = 3, dropout: float = 0.0):
+    torch.manual_seed(seed)
+    model = drill.TinyDecoder(vocab_size=VOCAB, d_model=8, n_heads=2, n_layers=n_layers,
+                              dropout=dropout)  # fmt: skip
+    return model.to(test_device())
+
+
+def tokens() -> torch.Tensor:
+    return torch.tensor([[1, 5, 2, 7, 9], [3, 3, 0, 12, 4]], device=test_device())
+
+
+def by_hand(model, input_ids: torch.Tensor) -> torch.Tensor:
+    """The start file's forward, spelled out through the registered container."""
+    x = model.embedding(input_ids)
+    for layer in model.layers:
+        x = layer(x)
+    return model.head(model.final_norm(x))
+
+
+def own_parameters(module) -> list[torch.nn.Parameter]:
+    return list(module.parameters())
+
+
+def test_every_layer_parameter_appears_once_in_named_parameters():
+    model = build(0)
+
+    listed = [id(p) for _, p in model.named_parameters(remove_duplicate=False)]
+
+    assert len(listed) == len(set(listed)), "a parameter is listed more than once"
+    for i, layer in enumerate(model.layers):
+        missing = [n for n, p in layer.named_parameters() if id(p) not in set(listed)]
+        assert not missing, f"layer {i}'s {missing} are not in named_parameters()"
+
+
+def test_the_parameter_count_is_the_sum_of_the_parts():
+    model = build(0)
+    parts = [model.embedding, model.final_norm, model.head, *model.layers]
+
+    expected = sum(p.numel() for part in parts for p in own_parameters(part))
+
+    assert sum(p.numel() for p in model.parameters()) == expected
+
+
+def test_layer_checkpoint_paths_follow_the_container_index():
+    model = build(0)
+    state = model.state_dict()
+
+    for i, layer in enumerate(model.layers):
+        for name, tensor in layer.state_dict().items():
+            key = f"layers.{i}.{name}"
+            assert key in state, f"{key} is not in the state dict"
+            assert state[key].data_ptr() == tensor.data_ptr(), f"{key} is another tensor"
+
+
+def test_a_strict_state_dict_round_trip_keeps_the_outputs():
+    saved, fresh = build(0, dropout=0.1).eval(), build(1, dropout=0.1).eval()
+
+    fresh.load_state_dict(saved.state_dict(), strict=True)
+
+    assert torch.equal(fresh(tokens()), saved(tokens()))
+
+
+def test_to_float64_reaches_every_layer():
+    model = build(0).eval()
+    want = model(tokens()).double()
+
+    model.to(torch.float64)
+
+    dtypes = {name: p.dtype for name, p in model.named_parameters() if p.dtype != torch.float64}
+    assert not dtypes, f"still not float64: {sorted(dtypes)}"
+    for i, layer in enumerate(model.layers):
+        assert all(p.dtype == torch.float64 for p in layer.parameters()), f"layer {i}"
+    got = model(tokens())
+    assert got.dtype == torch.float64
+    assert_close(got, want, "float64 logits vs float32 logits", atol=1e-5, rtol=1e-5)
+
+
+def test_eval_and_train_reach_every_layer():
+    model = build(0, dropout=0.5)
+
+    model.eval()
+    assert torch.equal(model(tokens()), model(tokens())), "eval logits differ between calls"
+    model.train()
+    assert not torch.equal(model(tokens()), model(tokens())), "train mode applied no dropout"
+
+
+def test_an_update_over_model_parameters_reaches_every_layer():
+    # What an optimizer built from model.parameters() would do (torch.optim's first step is slow).
+    model = build(0)
+    before = [[p.detach().clone() for p in layer.parameters()] for layer in model.layers]
+
+    model(tokens()).logsumexp(-1).mean().backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= 0.1 * p.grad
+
+    for i, (layer, old) in enumerate(zip(model.layers, before, strict=True)):
+        moved = any(not torch.equal(p, q) for p, q in zip(layer.parameters(), old, strict=True))
+        assert moved, f"layer {i} was not updated through model.parameters()"
+
+
+def test_an_appended_layer_is_registered_and_runs():
+    model = build(0).eval()
+    three = model(tokens())
+
+    model.add_layer()
+
+    assert len(model.layers) == 4
+    new = {id(p) for p in model.layers[3].parameters()}
+    registered = {id(p) for name, p in model.named_parameters() if name.startswith("layers.3.")}
+    assert new and new == registered, "the appended layer is not registered as layers.3"
+    got = model(tokens())
+    assert_close(got, by_hand(model, tokens()), "logits after add_layer vs the four layers")
+    assert not torch.equal(got, three), "the appended layer does not take part in forward"
+
+
+def test_forward_runs_the_layers_held_by_the_registered_container():
+    model, donor = build(0).eval(), build(1).eval()
+
+    model.layers[1] = donor.layers[1]
+
+    assert_close(model(tokens()), by_hand(model, tokens()), "logits after replacing layers[1]")
+
+
+@settings(max_examples=8, deadline=None)
+@given(n_layers=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_any_depth_registers_each_layer_once_and_round_trips(n_layers, seed):
+    saved, fresh = build(seed, n_layers).eval(), build(seed + 1, n_layers).eval()
+
+    ids = [id(p) for layer in saved.layers for p in layer.parameters()]
+    assert len(ids) == len(set(ids)), "two layers share a parameter"
+    assert set(ids) <= {id(p) for p in saved.parameters()}
+    fresh.load_state_dict(saved.state_dict(), strict=True)
+    assert torch.equal(fresh(tokens()), saved(tokens()))

@@ -1,0 +1,144 @@
+"""PT08 TiedLM, repaired from artifacts/pt08_start.py: one matrix for embedding and head."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit.boundary import tensor_state
+
+drill = candidate("DRILL_PT08_MODULE")
+
+pytestmark = [pytest.mark.owner("pt08"), pytest.mark.contract]
+
+VOCAB, WIDTH = 11, 6
+TIED = ("embedding.weight", "head.weight")
+
+
+def build(seed: int):
+    torch.manual_seed(seed)
+    return drill.TiedLM(vocab_size=VOCAB, d_model=WIDTH, hidden=12).to(test_device())
+
+
+def tokens() -> torch.Tensor:
+    return torch.tensor([[1, 4, 9, 0], [10, 2, 2, 7]], device=test_device())
+
+
+def untied_copy(state: dict) -> dict:
+    """The checkpoint the broken artifact would save: every entry its own tensor."""
+    return {key: value.detach().clone() for key, value in state.items()}
+
+
+def model_state(model) -> dict:
+    return {name: tensor_state(t) for name, t in model.state_dict(keep_vars=True).items()}
+
+
+def test_the_head_weight_is_the_embedding_parameter():
+    model = build(0)
+
+    assert model.head.weight is model.embedding.weight
+
+
+def test_the_tie_shares_one_storage_in_the_model_and_its_state_dict():
+    model = build(0)
+    state = model.state_dict()
+
+    assert model.head.weight.data_ptr() == model.embedding.weight.data_ptr()
+    assert set(TIED) <= set(state), f"the state dict lacks one of {TIED}"
+    assert state[TIED[0]].data_ptr() == state[TIED[1]].data_ptr()
+
+
+@pytest.mark.parametrize("through", ["embedding", "head"])
+def test_a_write_through_either_shows_in_the_other_and_in_the_logits(through):
+    model = build(0).eval()
+    writer = getattr(model, through).weight
+    with torch.no_grad():
+        writer[3] = torch.linspace(-1.0, 1.0, WIDTH)
+
+    for name in ("embedding", "head"):
+        assert_close(getattr(model, name).weight[3], writer[3], f"{name}.weight[3] after the write")
+    x = model.embedding(tokens())
+    want = F.linear(model.norm(x + model.mlp(x)), model.embedding.weight)
+    assert_close(model(tokens()), want, "logits vs the embedding matrix used as the head")
+
+
+def test_the_shared_matrix_is_counted_once():
+    model = build(0)
+
+    expected = sum(p.numel() for part in (model.embedding, model.mlp, model.norm)
+                   for p in part.parameters())  # fmt: skip
+
+    assert sum(p.numel() for p in model.parameters()) == expected
+
+
+def test_the_shared_gradient_sums_both_uses():
+    model = build(0)
+    model(tokens()).logsumexp(-1).mean().backward()
+
+    E = model.embedding.weight.detach()
+    as_input, as_head = E.clone().requires_grad_(), E.clone().requires_grad_()
+    x = F.embedding(tokens(), as_input)
+    F.linear(model.norm(x + model.mlp(x)), as_head).logsumexp(-1).mean().backward()
+
+    want = as_input.grad + as_head.grad
+    assert_close(model.embedding.weight.grad, want, "shared grad vs the sum of both uses")
+
+
+def test_the_tie_survives_a_strict_load_and_the_logits_follow_the_checkpoint():
+    source, model = build(0).eval(), build(1).eval()
+
+    model.load_state_dict(source.state_dict(), strict=True)
+
+    assert model.head.weight is model.embedding.weight
+    assert torch.equal(model(tokens()), source(tokens()))
+
+
+def test_a_checkpoint_with_separate_but_equal_entries_loads_and_stays_tied():
+    source, model = build(0).eval(), build(1).eval()
+
+    model.load_state_dict(untied_copy(source.state_dict()), strict=True)
+
+    assert model.head.weight is model.embedding.weight
+    assert torch.equal(model(tokens()), source(tokens()))
+
+
+def test_the_tie_survives_a_dtype_move():
+    model = build(0).to(torch.float64)
+
+    assert model.head.weight is model.embedding.weight
+    assert model.head.weight.dtype == torch.float64
+
+
+def test_an_untied_checkpoint_is_refused_before_any_write_naming_the_keys():
+    model = build(1)
+    state = untied_copy(build(0).state_dict())
+    state["head.weight"][4] += 1.0  # valid in every respect but one: the two matrices differ
+    before = model_state(model)
+
+    assert_rejects(lambda: model.load_state_dict(state, strict=True), (ValueError, RuntimeError),
+                   TIED)  # fmt: skip
+
+    assert model_state(model) == before, "the model changed before the checkpoint was refused"
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    row=st.integers(0, VOCAB - 1),
+    col=st.integers(0, WIDTH - 1),
+    delta=st.sampled_from([1.0, -0.5, 1e-2]),
+    key=st.sampled_from(TIED),
+)
+def test_any_difference_between_the_two_entries_is_refused(row, col, delta, key):
+    model = build(1)
+    state = untied_copy(build(0).state_dict())
+    state[key][row, col] += delta
+    before = model_state(model)
+
+    assert_rejects(lambda: model.load_state_dict(state, strict=True), (ValueError, RuntimeError),
+                   TIED)  # fmt: skip
+
+    assert model_state(model) == before, "the model changed before the checkpoint was refused"

@@ -1,0 +1,185 @@
+"""The seed's loop end to end on a fake clock: fail a stage, repair in the owning drill,
+resume the stage (its clock paused meanwhile), finish; the kit's re-solves fall due; a
+clean re-solve on a later day with the ledger filled is *learned*. And a drill's own miss,
+with its probes answered. Each check is a real grader run (about 2-4 s idle each)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gptlab_practice.sheet import LEDGER
+from gptlab_practice.stages import Mechanism
+
+pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
+
+ROOT = Path(__file__).resolve().parents[3]
+FAITHFUL_TINYGPT = ROOT / "integration_tests" / "faithful" / "good_tinygpt_manual_softmax.py"
+Practise = Any  # the conftest's runner: practise(*argv) -> Run(code, out, err)
+FakeClock = Any
+SQUARE_MASK = "torch.ones(T, P + T, dtype=torch.bool, device=x.device).triu(P + 1)"
+# The rectangular-mask mistake: an upper-left triangle, right for prefill and one-token
+# decode, wrong for a multi-token chunk after a cache.
+UPPER_LEFT = (
+    "(torch.ones(T, P + T, dtype=torch.bool, device=x.device).triu(1) if T > 1"
+    " else torch.zeros(T, P + T, dtype=torch.bool, device=x.device))"
+)
+
+
+def tinygpt(*, rectangular: bool = True) -> str:
+    text = FAITHFUL_TINYGPT.read_text()
+    assert SQUARE_MASK in text
+    return text if rectangular else text.replace(SQUARE_MASK, UPPER_LEFT)
+
+
+def write_code(attempt: Path, code: str, *, ledger: bool = False, probes: str = "") -> None:
+    """What a learner's editor would save: the header (ledger and probes answered) + code."""
+    lines = [line for line in attempt.read_text().splitlines() if line.startswith("#")]
+    text = "\n".join(lines) + "\n"
+    if ledger:
+        for field in LEDGER:
+            text = text.replace(f"# {field}\n# >\n", f"# {field}\n# > stated for {field}\n")
+    if probes:
+        for number in (1, 2, 3):
+            text = text.replace("?\n# >\n", f"?\n# > {probes} {number}\n", 1)
+    attempt.write_text(text + code)
+
+
+# Until packages/drills/tests/pt17 has its suite, a stub of one PT17 contract check
+# (a chunk of two queries at positions 5 and 6 after five cached keys) stands in for it.
+PT17_STUB = """
+import pytest
+import torch
+
+from gptlab_testkit import candidate
+
+drill = candidate("DRILL_PT17_MODULE")
+pytestmark = [pytest.mark.owner("pt17"), pytest.mark.contract]
+
+
+def test_a_chunk_after_a_cache_sees_every_key_up_to_its_own_position():
+    queries, keys = torch.tensor([[5, 6]]), torch.arange(7)[None]
+    got = drill.position_causal_mask(queries, keys, torch.ones(1, 7, dtype=torch.bool))
+    assert got.shape == (1, 1, 2, 7)
+    assert torch.equal(got[0, 0], keys[0][None, :] <= queries[0][:, None])
+"""
+
+
+@pytest.fixture
+def pt17_suite(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The real PT17 suite, or the stub above while it has no tests."""
+    real = ROOT / "packages" / "drills" / "tests" / "pt17"
+    if any(real.glob("test_*.py")):
+        return
+    stub = tmp_path / "stub_suites" / "pt17"
+    stub.mkdir(parents=True)
+    (stub / "test_pt17_stub.py").write_text(PT17_STUB)
+    original = Mechanism.suites_through
+
+    def suites(self: Mechanism, number: int) -> tuple[str, ...]:
+        return (str(stub),) if self.package == "PT17" else original(self, number)
+
+    monkeypatch.setattr(Mechanism, "suites_through", suites)
+
+
+def rows(home: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(home / "practice.sqlite3") as db:
+        return list(db.execute(sql))
+
+
+def test_fail_repair_in_pt17_resume_finish_and_learn_on_a_later_day(
+    practise: Practise, home: Path, clock: FakeClock, drills: dict[str, str], pt17_suite: None
+) -> None:
+    assert practise("start", "tinygpt").code == 0
+    attempt = home / "tiny_gpt_attempt.py"
+    write_code(attempt, tinygpt(rectangular=False))
+    clock.advance(minutes=8)
+    failed = practise("check", "--all")
+    assert failed.code == 1, failed.out
+    for stage in range(1, 5):
+        assert f"tinygpt stage {stage}/7: PASS" in failed.out
+    assert "tinygpt stage 5/7: FAIL" in failed.out
+    assert "first failing owner: rectangular_mask" in failed.out
+    assert "PT17 rectangular causal mask (35m)" in failed.out
+    assert "start the first: `repair` (or `start PT17`)" in failed.out
+    assert "re-solves scheduled: tinygpt 2026-12-01 (same day), tinygpt 2026-12-02" in failed.out
+
+    clock.advance(minutes=10)
+    repair = practise("repair")
+    assert repair.code == 0, repair.err
+    assert "PT17 attempt 1" in repair.out and "clock is paused" in repair.out
+    drill = home / "pt17_attempt.py"
+    clock.advance(minutes=30)
+    write_code(drill, drills["PT17"])
+    fixed = practise("check")
+    assert fixed.code == 0, fixed.out
+    assert "PT17 stage 1/1: PASS" in fixed.out
+    assert "PT17 passed: resume tinygpt stage 5/7" in fixed.out
+
+    clock.advance(minutes=5)
+    write_code(attempt, tinygpt())
+    done = practise("check", "--all")
+    assert done.code == 0, done.out
+    # 45 minutes on the wall since stage 5 opened, 30 of them in PT17: 15 on its clock
+    assert "tinygpt stage 5/7: PASS" in done.out and "15m00s of 45m" in done.out
+    assert "every stage passed" in done.out
+    assert rows(home, "SELECT mechanism, kind, repair_of FROM attempts") == [
+        ("tinygpt", "mechanism", None),
+        ("PT17", "drill", 1),
+    ]
+
+    due = practise("due")
+    assert "2026-12-01  tinygpt: same day re-solve after an unrelated task" in due.out
+    assert "tinygpt attempt 1, rectangular_mask" in due.out
+    status = practise("status").out
+    line = next(line for line in status.splitlines() if line.startswith("tinygpt"))
+    assert "2026-12-01 (same day)" in line and "not yet: attempt 1 is the first" in line
+
+    clock.advance(days=1)
+    assert practise("start", "tinygpt").code == 0
+    write_code(attempt, tinygpt(), ledger=True)
+    clock.advance(minutes=8)  # within stage 1's 10 minutes; `--all` passes the rest at once
+    again = practise("check", "--all")
+    assert again.code == 0, again.out
+    assert "ledger: not filled" not in again.out
+    line = next(line for line in practise("status").out.splitlines() if line.startswith("tinygpt"))
+    assert "yes: attempt 2, 2026-12-02" in line
+    assert "2026-12-02 (next day)" in line  # the overdue same-day one was done today
+    assert "2026-12-02  tinygpt: next day re-solve" in practise("due").out
+
+
+def test_a_drill_miss_with_its_probes_answered(
+    practise: Practise, home: Path, clock: FakeClock, drills: dict[str, str]
+) -> None:
+    P19 = drills["P19"]
+    assert practise("start", "P19").code == 0
+    attempt = home / "p19_attempt.py"
+    assert "# probe 1:" in attempt.read_text() and "# shapes (name every" in attempt.read_text()
+    unmasked = P19.replace("~valid[:, None, None, :]", "torch.zeros_like(~valid[:, None, None, :])")
+    assert unmasked != P19
+    write_code(attempt, unmasked)
+    clock.advance(minutes=20)
+    missed = practise("check", "--note", "thought zero-filled padding was harmless")
+    assert missed.code == 1, missed.out
+    assert "first wrong decision recorded: p19" in missed.out
+    assert "re-solves scheduled: P19 2026-12-01 (same day)" in missed.out
+
+    clock.advance(minutes=15)
+    write_code(attempt, P19, ledger=True, probes="answered")
+    passed = practise("check")
+    assert passed.code == 0, passed.out
+    assert "probe(s) unanswered" not in passed.out
+    history = practise("history", "P19")
+    assert "attempt 1 probe 1:" in history.out and "> answered 1" in history.out
+    assert "p19 1" in history.out  # first wrong decisions by owner
+
+    clock.advance(days=1)
+    assert practise("start", "P19").code == 0
+    write_code(attempt, P19, ledger=True, probes="again")
+    clock.advance(minutes=30)
+    assert practise("check").code == 0
+    line = next(line for line in practise("status").out.splitlines() if line.startswith("P19"))
+    assert "yes: attempt 2, 2026-12-02" in line and "2026-12-02 (next day)" in line
