@@ -41,6 +41,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # package directory -> the variable its suite grades
 PACKAGE_VARIABLES = {
     "tinygpt": "TINY_GPT_MODULE",
+    "modern_lm": "MODERN_LM_MODULE",
     "cache_aware_lm": "CACHE_AWARE_LM_MODULE",
     "kv_cache": "KV_CACHE_MODULE",
     "prefix_cache": "PREFIX_CACHE_MODULE",
@@ -52,7 +53,7 @@ PACKAGE_VARIABLES = {
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
 # grading; the trained pair; practice; the repair-lane drills
 EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills")
-SLICE_PACKAGES = RUNTIME_PACKAGES[1:]  # the inference-state slice after the base model
+SLICE_PACKAGES = RUNTIME_PACKAGES[2:]  # the inference-state slice after the base models
 
 
 def _shared_torch() -> Path:
@@ -336,10 +337,11 @@ def known_bad(session: nox.Session) -> None:
 @nox.session
 def interop(session: nox.Session) -> None:
     """Equality with Hugging Face transformers (GPT-2 and Llama) on small random configs."""
-    install_packages(session, "tinygpt", "cache_aware_lm", extras="test,hf")
+    install_packages(session, "tinygpt", "modern_lm", "cache_aware_lm", extras="test,hf")
     session.run(
         "pytest",
         str(PACKAGES_DIR / "tinygpt" / "tests" / "test_tinygpt_hf_interop.py"),
+        str(PACKAGES_DIR / "modern_lm" / "tests" / "test_modern_lm_llama.py"),
         str(PACKAGES_DIR / "cache_aware_lm" / "tests" / "test_cache_aware_lm_llama_interop.py"),
         *session.posargs,
     )

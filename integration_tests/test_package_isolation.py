@@ -21,6 +21,7 @@ PACKAGES = ROOT / "packages"
 # import name -> package directory
 IMPORT_NAMES = {
     "tinygpt": "tinygpt",
+    "modern_lm": "modern_lm",
     "cache_aware_lm": "cache_aware_lm",
     "kv_cache": "kv_cache",
     "prefix_cache": "prefix_cache",

@@ -76,8 +76,12 @@ def position_causal_mask(query_positions, key_positions, key_valid):
         raise ValueError("key_valid must be bool and shaped like key_positions")
     if query_positions.shape[0] != key_positions.shape[0]:
         raise ValueError("query_positions and key_positions differ in batch size")
-    if bool((query_positions[:, 1:] <= query_positions[:, :-1]).any()):
-        raise ValueError("query_positions must increase along each row")
+    if bool((query_positions[:, 1:] < query_positions[:, :-1]).any()):
+        raise ValueError("query_positions must not decrease along a row")
+    for row, valid in zip(key_positions, key_valid):
+        kept = row[valid]
+        if bool((kept[1:] < kept[:-1]).any()):
+            raise ValueError("key_positions must not decrease among the valid keys of a row")
     mask = key_positions[:, None, :] <= query_positions[:, :, None]
     return (mask & key_valid[:, None, :])[:, None]
 '''

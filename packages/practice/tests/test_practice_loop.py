@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from gptlab_practice.sheet import LEDGER
-from gptlab_practice.stages import Mechanism
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 
@@ -48,50 +47,13 @@ def write_code(attempt: Path, code: str, *, ledger: bool = False, probes: str = 
     attempt.write_text(text + code)
 
 
-# Until packages/drills/tests/pt17 has its suite, a stub of one PT17 contract check
-# (a chunk of two queries at positions 5 and 6 after five cached keys) stands in for it.
-PT17_STUB = """
-import pytest
-import torch
-
-from gptlab_testkit import candidate
-
-drill = candidate("DRILL_PT17_MODULE")
-pytestmark = [pytest.mark.owner("pt17"), pytest.mark.contract]
-
-
-def test_a_chunk_after_a_cache_sees_every_key_up_to_its_own_position():
-    queries, keys = torch.tensor([[5, 6]]), torch.arange(7)[None]
-    got = drill.position_causal_mask(queries, keys, torch.ones(1, 7, dtype=torch.bool))
-    assert got.shape == (1, 1, 2, 7)
-    assert torch.equal(got[0, 0], keys[0][None, :] <= queries[0][:, None])
-"""
-
-
-@pytest.fixture
-def pt17_suite(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The real PT17 suite, or the stub above while it has no tests."""
-    real = ROOT / "packages" / "drills" / "tests" / "pt17"
-    if any(real.glob("test_*.py")):
-        return
-    stub = tmp_path / "stub_suites" / "pt17"
-    stub.mkdir(parents=True)
-    (stub / "test_pt17_stub.py").write_text(PT17_STUB)
-    original = Mechanism.suites_through
-
-    def suites(self: Mechanism, number: int) -> tuple[str, ...]:
-        return (str(stub),) if self.package == "PT17" else original(self, number)
-
-    monkeypatch.setattr(Mechanism, "suites_through", suites)
-
-
 def rows(home: Path, sql: str) -> list[tuple[object, ...]]:
     with sqlite3.connect(home / "practice.sqlite3") as db:
         return list(db.execute(sql))
 
 
 def test_fail_repair_in_pt17_resume_finish_and_learn_on_a_later_day(
-    practise: Practise, home: Path, clock: FakeClock, drills: dict[str, str], pt17_suite: None
+    practise: Practise, home: Path, clock: FakeClock, drills: dict[str, str]
 ) -> None:
     assert practise("start", "tinygpt").code == 0
     attempt = home / "tiny_gpt_attempt.py"

@@ -60,7 +60,9 @@ def _check(x: Tensor, new_shape: Sequence[int]) -> list[int]:
     if any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in sizes):
         raise ValueError(f"new_shape must hold non-negative ints, got {new_shape!r}")
     if math.prod(sizes) != x.numel():
-        raise ValueError(f"new_shape {tuple(sizes)} holds {math.prod(sizes)} elements, x {x.numel()}")
+        raise ValueError(
+            f"new_shape {tuple(sizes)} holds {math.prod(sizes)} elements, x {x.numel()}"
+        )
     return sizes
 
 

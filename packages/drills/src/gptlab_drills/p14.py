@@ -3,8 +3,8 @@
     rms_norm(x, weight, eps) = x / sqrt(mean(x^2 over the last dim) + eps) * weight
 
 No mean is subtracted and there is no bias (LayerNorm without centring). The reduction and
-the scaling run in fp32 whatever x's dtype: squares of fp16 values overflow past 256 and
-underflow below ~2e-4. The result is returned in x's dtype.
+the scaling run in at least fp32 (fp64 stays fp64): squares of fp16 values overflow past 256
+and flush to zero below ~2e-4. The result is returned in x's dtype.
 
 Shapes: x [..., D] (any leading dims, D >= 1); weight [D]; returns [..., D] (x's dtype).
 """
@@ -18,11 +18,12 @@ from torch import Tensor, nn
 
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
-    """x * rsqrt(mean(x^2, -1) + eps) * weight, reduced in fp32, returned in x's dtype."""
+    """x * rsqrt(mean(x^2, -1) + eps) * weight, reduced in >= fp32, returned in x's dtype."""
     _check(x, weight, eps)
-    x32 = x.float()
-    inverse_rms = torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)  # [..., 1]
-    return (x32 * inverse_rms * weight.float()).to(x.dtype)
+    wide = torch.promote_types(x.dtype, torch.float32)
+    xw = x.to(wide)
+    inverse_rms = torch.rsqrt(xw.pow(2).mean(dim=-1, keepdim=True) + eps)  # [..., 1]
+    return (xw * inverse_rms * weight.to(wide)).to(x.dtype)
 
 
 class RMSNorm(nn.Module):

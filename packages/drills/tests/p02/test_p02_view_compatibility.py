@@ -72,6 +72,13 @@ def test_size_one_dims_come_and_go_freely():
     assert agrees(odd, (12,), "flatten across a size-one dim with stride 100")
 
 
+def test_a_transpose_that_only_moves_a_size_one_dim_keeps_every_view():
+    x = grid(1, 4, 3).transpose(0, 1)  # [4, 1, 3], strides (3, 12, 1): memory order unchanged
+
+    assert agrees(x, (12,), "flatten after moving a size-one dim")
+    assert agrees(grid(1, 2, 6).transpose(0, 1), (3, 4), "regroup after moving a size-one dim")
+
+
 def test_an_offset_does_not_matter_but_a_row_gap_does():
     x = grid(4, 6)
 

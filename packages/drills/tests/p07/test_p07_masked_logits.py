@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate, shares_storage, test_device
+from gptlab_testkit import assert_rejects, boundary_settings, candidate, shares_storage, test_device
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P07_MODULE")
@@ -48,7 +48,7 @@ def test_forbidden_is_exactly_minus_inf_not_a_large_negative_number():
     assert torch.isneginf(got[~allowed]).all(), f"forbidden entries: {got[~allowed].tolist()}"
 
 
-@settings(max_examples=20, deadline=None)
+@boundary_settings(20)
 @given(data=st.data())
 def test_any_mask_with_an_allowed_token_per_row_matches_the_loop_oracle(data):
     B = data.draw(st.integers(1, 4), label="B")

@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit import assert_close, assert_rejects, boundary_settings, candidate, test_device
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P08_MODULE")
@@ -43,7 +43,7 @@ def test_probs_equal_the_loop_softmax_of_the_tempered_logits(temperature):
     assert_close(got.double(), loop_probs(logits, temperature), f"T={temperature}", atol=1e-6)
 
 
-@settings(max_examples=20, deadline=None)
+@boundary_settings(20)
 @given(
     shape=st.tuples(st.integers(1, 4), st.integers(1, 10)),
     scale=st.sampled_from([1.0, 30.0, 1e3]),

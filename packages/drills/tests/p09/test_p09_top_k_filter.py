@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate, shares_storage, test_device
+from gptlab_testkit import assert_rejects, boundary_settings, candidate, shares_storage, test_device
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P09_MODULE")
@@ -76,7 +76,7 @@ def test_the_kept_set_does_not_depend_on_token_order():
         assert torch.equal(permuted, got[:, order]), f"k={k}: a permutation changed the kept set"
 
 
-@settings(max_examples=25, deadline=None)
+@boundary_settings(25)
 @given(data=st.data())
 def test_any_row_matches_the_loop_oracle_ties_included(data):
     B = data.draw(st.integers(1, 4), label="B")

@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate, shares_storage, test_device
+from gptlab_testkit import assert_rejects, boundary_settings, candidate, shares_storage, test_device
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P10_MODULE")
@@ -109,7 +109,7 @@ def test_already_masked_tokens_stay_masked_and_no_row_ends_empty():
     assert kept(got) == [{3}, {2}]
 
 
-@settings(max_examples=25, deadline=None)
+@boundary_settings(25)
 @given(data=st.data())
 def test_any_row_matches_the_loop_oracle(data):
     B = data.draw(st.integers(1, 4), label="B")

@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit import assert_rejects, boundary_settings, candidate, test_device
 from gptlab_testkit.oracles import (
     SAMPLERS,
     drawn_tokens,
@@ -164,7 +164,7 @@ def test_top_p_applies_to_the_top_k_distribution():
     assert set(got) == kept_tokens(row[0].tolist(), 1.0, top_k=2, top_p=0.7) == {0}
 
 
-@settings(max_examples=20, deadline=None)
+@boundary_settings(20)
 @given(data=st.data())
 def test_any_filtered_draw_lies_inside_the_loop_oracles_kept_set(data):
     B = data.draw(st.integers(1, 4), label="B")

@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit import assert_close, assert_rejects, boundary_settings, candidate, test_device
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P12_MODULE")
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.owner("p12"), pytest.mark.contract]
 def loop_beam_step(scores, logits, finished=None, eos=None):
     """The oracle: list every (score, parent, token) candidate of a row in float64, sort by
     score descending, then parent, then token, keep K."""
-    B, K, V = logits.shape
+    B, K = scores.shape
     out_scores, out_tokens, out_parents = [], [], []
     for b in range(B):
         candidates = []
@@ -67,7 +67,7 @@ def test_the_k_best_extensions_match_the_loop_oracle():
                  device=got_scores.device), "beam scores")  # fmt: skip
 
 
-@settings(max_examples=20, deadline=None)
+@boundary_settings(20)
 @given(
     B=st.integers(1, 3),
     K=st.integers(1, 4),
@@ -132,6 +132,25 @@ def test_a_finished_beam_carries_eos_at_its_score_and_is_not_expanded():
     assert 2 not in parents[0], "a finished beam far behind must drop out"
     assert_close(got_scores.double(), torch.tensor(want_scores, dtype=torch.float64,
                  device=got_scores.device), "scores with a finished beam")  # fmt: skip
+
+
+@boundary_settings(20)
+@given(data=st.data())
+def test_any_mix_of_finished_and_live_beams_matches_the_loop_oracle(data):
+    B, K, V = (data.draw(st.integers(1, n), label=name) for n, name in ((3, "B"), (4, "K"),
+               (5, "V")))  # fmt: skip
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    flags = data.draw(st.lists(st.booleans(), min_size=B * K, max_size=B * K), label="finished")
+    eos = data.draw(st.integers(0, V - 1), label="eos_token_id")
+    scores, logits = seeded(B, K, seed=seed) * 2, seeded(B, K, V, seed=seed + 1) * 2
+    finished = torch.tensor(flags, device=test_device()).reshape(B, K)
+
+    got_scores, tokens, parents = step(scores, logits, finished, eos_token_id=eos)
+
+    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos)
+    assert (tokens, parents) == (want_tokens, want_parents)
+    assert_close(got_scores.double(), torch.tensor(want_scores, dtype=torch.float64,
+                 device=got_scores.device), "scores with finished beams")  # fmt: skip
 
 
 def test_new_scores_are_sorted_descending():

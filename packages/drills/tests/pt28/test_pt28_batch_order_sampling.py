@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate
+from gptlab_testkit import assert_rejects, boundary_settings, candidate
 from gptlab_testkit.oracles import (
     SAMPLERS,
     drawn_tokens,
@@ -127,7 +127,7 @@ def test_a_sample_after_a_greedy_step_is_the_requests_first_draw():
     assert got["b"] == alone("b", 1.0, steps=2)[1]
 
 
-@settings(max_examples=20, deadline=None)
+@boundary_settings(20)
 @given(
     order=st.permutations(IDS),
     size=st.integers(1, 5),

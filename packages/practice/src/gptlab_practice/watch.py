@@ -170,6 +170,8 @@ def watch(
                         on_check(screen)
                 live.refresh()
         except KeyboardInterrupt:
+            if screen.state == "checking...":
+                screen.verdict = ["the check in progress is recorded as interrupted"]
             screen.state = "left (Ctrl-C); the record is consistent"
             live.refresh()
     return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from torch import Tensor
 
@@ -32,6 +32,16 @@ def request_id(value: object) -> str | int:
     """Request ids are str or int (not bool): hashable, printable, never a tensor."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise TypeError(f"request_id must be a str or an int, got {type(value).__name__}")
+    return value
+
+
+def lookup_id(value: object) -> Hashable:
+    """An id to look up (status, abort_request; the engine's own ids are tuples): a list
+    or a dict is refused naming the argument, not failed on with "unhashable type"."""
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"request_id must be a str or an int, got {type(value).__name__}") from None
     return value
 
 

@@ -281,7 +281,7 @@ class Engine:
 
     def status(self, request_id: Hashable) -> str:
         """'waiting' or 'running' (ValueError for an id that is neither)."""
-        checks.request_id(request_id)  # a list would fail the lookup without naming it
+        checks.lookup_id(request_id)  # a list would fail the lookup without naming it
         request = self._requests.get(request_id)
         if request is None:
             raise ValueError(f"request_id {request_id!r} is not waiting or running")
@@ -293,7 +293,7 @@ class Engine:
         For a request that keeps failing its steps (``StepError`` naming it alone);
         ValueError for an id that is neither waiting nor running.
         """
-        checks.request_id(request_id)
+        checks.lookup_id(request_id)
         request = self._requests.get(request_id)
         if request is None:
             raise ValueError(f"request_id {request_id!r} is not waiting or running")

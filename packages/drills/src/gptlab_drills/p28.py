@@ -1,0 +1,53 @@
+"""P28 the three collectives of tensor parallelism, on every rank of a process group.
+
+Each rank calls `run_collectives(x)` with its own shard `x [N, ...]` (N divisible by the
+world size W) in an initialised process group (Gloo on CPU). Every rank issues the same
+collectives in the same order (all_reduce, all_gather_into_tensor, reduce_scatter_tensor):
+a collective is matched by its position in that sequence, so two ranks in different
+orders exchange the wrong buffers or wait forever. The three are issued asynchronously and
+all waited on before anything is returned. The caller's x is only read.
+
+Returns, on rank r: reduced [N, ...] = sum over ranks of x; gathered [W * N, ...] = every
+rank's x in rank order; scattered [N / W, ...] = rows r*N/W .. (r+1)*N/W - 1 of reduced.
+"""
+
+from __future__ import annotations
+
+import torch.distributed as dist
+from torch import Tensor
+
+
+def run_collectives(
+    x: Tensor, group: dist.ProcessGroup | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(all_reduce sum, all_gather along dim 0, reduce_scatter sum along dim 0) of x."""
+    world = _check(x, group)
+    source = x.contiguous()  # the collectives read a dense buffer; x itself is never written
+    reduced = source.clone()  # all_reduce works in place: on a copy, not the caller's x
+    gathered = source.new_empty((world * x.shape[0], *x.shape[1:]))
+    scattered = source.new_empty((x.shape[0] // world, *x.shape[1:]))
+    # The same three calls, in the same order, on every rank; all in flight, then all waited.
+    works = [
+        dist.all_reduce(reduced, op=dist.ReduceOp.SUM, group=group, async_op=True),
+        dist.all_gather_into_tensor(gathered, source, group=group, async_op=True),
+        dist.reduce_scatter_tensor(scattered, source, op=dist.ReduceOp.SUM, group=group, async_op=True),
+    ]
+    for work in works:
+        if work is not None:
+            work.wait()
+    return reduced, gathered, scattered
+
+
+def _check(x: Tensor, group: dist.ProcessGroup | None) -> int:
+    """The world size; ValueError on every rank alike, before any collective is issued."""
+    if not dist.is_available() or not dist.is_initialized():
+        raise ValueError("run_collectives needs an initialised process group")
+    if not isinstance(x, Tensor) or x.dim() == 0:
+        raise ValueError(f"x must be a tensor [N, ...], got {type(x).__name__}")
+    world = dist.get_world_size(group)
+    if x.shape[0] % world:
+        raise ValueError(f"x has {x.shape[0]} rows, not divisible by the world size {world}")
+    return world
+
+
+__all__ = ["run_collectives"]

@@ -1,0 +1,159 @@
+"""P16 SwiGLU(dim, hidden_dim): down(silu(gate) * up) with a fused gate-up projection."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit.oracles import inputs_untouched, seeded
+
+drill = candidate("DRILL_P16_MODULE")
+
+pytestmark = [pytest.mark.owner("p16"), pytest.mark.contract]
+
+KEYS = {"gate_up_proj.weight", "down_proj.weight"}
+
+
+def build(dim: int, hidden: int, seed: int):
+    """A SwiGLU whose weights come from `seeded` (set through the state dict)."""
+    mlp = drill.SwiGLU(dim, hidden).to(test_device())
+    mlp.load_state_dict(
+        {"gate_up_proj.weight": seeded(2 * hidden, dim, seed=seed) / math.sqrt(dim),
+         "down_proj.weight": seeded(dim, hidden, seed=seed + 1) / math.sqrt(hidden)},
+        strict=True,
+    )  # fmt: skip
+    return mlp
+
+
+def loop_swiglu(x: torch.Tensor, gate_up: torch.Tensor, down: torch.Tensor) -> torch.Tensor:
+    """Token by token in float64: rows 0..H-1 of gate_up are the gate, rows H..2H-1 the up."""
+    H, C = down.shape[1], down.shape[0]
+    Wg, Wu, Wd = (
+        gate_up[:H].double().tolist(),
+        gate_up[H:].double().tolist(),
+        down.double().tolist(),
+    )
+    out = []
+    for v in x.double().reshape(-1, C).tolist():
+        g = [sum(a * b for a, b in zip(row, v, strict=True)) for row in Wg]
+        u = [sum(a * b for a, b in zip(row, v, strict=True)) for row in Wu]
+        h = [gi / (1 + math.exp(-gi)) * ui for gi, ui in zip(g, u, strict=True)]
+        out.append([sum(a * b for a, b in zip(row, h, strict=True)) for row in Wd])
+    return torch.tensor(out, dtype=torch.float64).reshape(x.shape).to(x.device)
+
+
+def oracle(mlp, x):
+    state = mlp.state_dict()
+    return loop_swiglu(x, state["gate_up_proj.weight"], state["down_proj.weight"])
+
+
+def test_the_parameters_are_two_bias_free_projections_of_the_stated_shapes():
+    mlp = drill.SwiGLU(6, 10)
+
+    shapes = {name: tuple(t.shape) for name, t in mlp.state_dict().items()}
+
+    assert shapes == {"gate_up_proj.weight": (20, 6), "down_proj.weight": (6, 10)}
+    assert sum(p.numel() for p in mlp.parameters()) == 20 * 6 + 6 * 10
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    leading=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+    dim=st.integers(1, 6),
+    hidden=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+)
+def test_any_leading_dims_match_the_loop_oracle(leading, dim, hidden, seed):
+    mlp = build(dim, hidden, seed)
+    x = seeded(*leading, dim, seed=seed + 2)
+
+    got = mlp(x)
+
+    assert got.shape == x.shape
+    assert_close(got.double(), oracle(mlp, x), "SwiGLU vs loop oracle")
+
+
+def test_the_first_half_of_the_fused_projection_is_the_gate():
+    # Rows 0..H-1 drive the gate to -40 for this x: silu(-40) ~ 0 closes the MLP, whatever the
+    # up rows hold. Read the other way round, silu(up) * -40 is far from zero.
+    mlp = build(4, 3, seed=1)
+    with torch.no_grad():
+        mlp.state_dict()["gate_up_proj.weight"][:3] = -10.0
+    x = torch.ones(2, 4, device=test_device())
+
+    got = mlp(x)
+
+    assert_close(got, torch.zeros_like(x), "output with the gate driven to -40", atol=1e-6)
+    assert_close(got.double(), oracle(mlp, x), "SwiGLU vs loop oracle")
+
+
+def test_the_split_is_on_the_feature_dim_so_tokens_stay_independent():
+    mlp = build(4, 5, seed=3)
+    x = seeded(2, 6, 4, seed=4)
+
+    whole = mlp(x)
+
+    for b in range(2):
+        for t in range(6):
+            alone = mlp(x[b, t].reshape(1, 1, 4))
+            assert_close(whole[b, t], alone.reshape(4), f"token ({b}, {t}) alone vs in the batch")
+
+
+def test_a_strict_state_dict_round_trip_keeps_the_output():
+    source, target = build(5, 7, seed=5), drill.SwiGLU(5, 7).to(test_device())
+    x = seeded(3, 5, seed=6)
+
+    target.load_state_dict(source.state_dict(), strict=True)
+
+    assert set(target.state_dict()) == KEYS
+    assert torch.equal(target(x), source(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_a_dtype_move_reaches_every_parameter(dtype):
+    mlp = build(4, 6, seed=7).to(dtype)
+    x = seeded(3, 4, seed=8).to(dtype)
+
+    assert {p.dtype for p in mlp.parameters()} == {dtype}
+    got = mlp(x)
+    assert got.dtype == dtype
+    tolerance = {} if dtype == torch.float64 else {"atol": 5e-2, "rtol": 5e-2}
+    assert_close(got.double(), oracle(mlp, x), f"{dtype} SwiGLU", **tolerance)
+
+
+def test_every_parameter_receives_a_gradient():
+    mlp = build(4, 3, seed=9)
+
+    mlp(seeded(5, 4, seed=10)).square().sum().backward()
+
+    for name, p in mlp.named_parameters():
+        assert p.grad is not None and bool(p.grad.abs().sum() > 0), f"{name} got no gradient"
+
+
+def test_the_input_is_not_written():
+    mlp, x = build(4, 3, seed=11), seeded(2, 4, seed=12)
+
+    with inputs_untouched(x=x):
+        mlp(x)
+
+
+# ---- rejection: valid in every respect but one ----
+
+
+def test_an_input_of_the_wrong_width_is_rejected_before_any_matmul():
+    mlp, x = build(4, 3, seed=13), seeded(2, 3, 5, seed=14)
+
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: mlp(x), ValueError, "x")
+
+
+@pytest.mark.parametrize(
+    ("args", "argument"), [((0, 4), "dim"), ((4, 0), "hidden_dim"), ((4, -2), "hidden_dim")]
+)
+def test_non_positive_sizes_are_rejected(args, argument):
+    assert_rejects(lambda: drill.SwiGLU(*args), ValueError, argument)
