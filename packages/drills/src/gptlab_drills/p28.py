@@ -30,7 +30,9 @@ def run_collectives(
     works = [
         dist.all_reduce(reduced, op=dist.ReduceOp.SUM, group=group, async_op=True),
         dist.all_gather_into_tensor(gathered, source, group=group, async_op=True),
-        dist.reduce_scatter_tensor(scattered, source, op=dist.ReduceOp.SUM, group=group, async_op=True),
+        dist.reduce_scatter_tensor(
+            scattered, source, op=dist.ReduceOp.SUM, group=group, async_op=True
+        ),
     ]
     for work in works:
         if work is not None:

@@ -9,9 +9,11 @@ ranks. Either way the test fails in seconds with the rank and the collective it 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import multiprocessing as mp
+import re
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
@@ -32,7 +34,7 @@ COLLECTIVES = (
 )  # fmt: skip
 
 
-class RankFailure(AssertionError):
+class RankError(AssertionError):
     """A rank raised, hung or died: the message names the rank and its last collective."""
 
 
@@ -62,8 +64,9 @@ def _serve(rank: int, port: int, conn: Connection, module: ModuleType) -> None:
         calls.clear()
         try:
             conn.send(("done", getattr(module, job)(rank, *args), list(calls)))
-        except BaseException as error:  # noqa: BLE001 - every failure goes back to the test
-            conn.send(("raised", (type(error).__name__, str(error)[:500]), list(calls)))
+        except BaseException as error:  # every failure goes back to the test
+            message = re.sub(r"\[[^\]]*\.cc:\d+\] ", "", str(error))[:300]  # gloo's source path
+            conn.send(("raised", (type(error).__name__, message), list(calls)))
     dist.destroy_process_group()
 
 
@@ -93,10 +96,8 @@ class TwoRanks:
     def stop(self, kill: bool = False) -> None:
         for pipe, process in zip(self.pipes, self.processes, strict=True):
             if not kill and process.is_alive():
-                try:
+                with contextlib.suppress(OSError):  # a rank that already died
                     pipe.send(None)
-                except OSError:
-                    pass
             process.join(timeout=0 if kill else 2)
             if process.is_alive():
                 process.kill()
@@ -105,11 +106,11 @@ class TwoRanks:
         self.processes, self.pipes, self.store = [], [], None
 
     def run(self, job: str, per_rank_args: Sequence[tuple[Any, ...]]) -> list[Any]:
-        """Each rank's return value; RankFailure naming the rank and call if one fails."""
+        """Each rank's return value; RankError naming the rank and call if one fails."""
         outcomes = self.outcomes(job, per_rank_args)
         failed = [(rank, o) for rank, o in enumerate(outcomes) if o[0] != "done"]
         if failed:
-            raise RankFailure("; ".join(describe(rank, o) for rank, o in failed))
+            raise RankError("; ".join(describe(rank, o) for rank, o in failed))
         return [outcome[1] for outcome in outcomes]
 
     def outcomes(self, job: str, per_rank_args: Sequence[tuple[Any, ...]]) -> list[tuple]:
@@ -142,7 +143,8 @@ class TwoRanks:
                 outcomes[rank] = ("hung", last[rank], entered[rank])
         # A pair is reusable only when every rank finished, or all refused before any call.
         clean = all(o[0] == "done" for o in outcomes) or all(  # type: ignore[index]
-            o[0] == "raised" and not o[2] for o in outcomes  # type: ignore[index]
+            o[0] == "raised" and not o[2]
+            for o in outcomes  # type: ignore[index]
         )
         if not clean:
             self.stop(kill=True)
@@ -151,7 +153,9 @@ class TwoRanks:
 
 def describe(rank: int, outcome: tuple) -> str:
     kind, detail, calls = outcome
-    where = f"in or after {calls[-1]} (collective #{len(calls)})" if calls else "before any collective"
+    where = (
+        f"in or after {calls[-1]} (collective #{len(calls)})" if calls else "before any collective"
+    )
     if kind == "raised":
         return f"rank {rank} raised {detail[0]} {where}: {detail[1]}"
     if kind == "hung":

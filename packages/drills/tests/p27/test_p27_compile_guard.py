@@ -1,0 +1,216 @@
+"""P27 compile_guard_probe(fn, inputs, *, dynamic, backend): compilations, call by call.
+
+Every probe here compiles with a cheap backend ("eager": dynamo still traces, guards and
+recompiles, but no code is generated), so the suite stays fast on CPU.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gptlab_testkit import assert_rejects, candidate
+from gptlab_testkit.oracles import inputs_untouched, seeded
+
+drill = candidate("DRILL_P27_MODULE")
+
+pytestmark = [pytest.mark.owner("p27"), pytest.mark.contract]
+
+FIELDS = ("matches", "compiled", "compilations", "steady_seconds")
+
+
+def probe(fn, inputs, **kwargs):
+    """The candidate's report as a dict (it may return a mapping or an object)."""
+    kwargs.setdefault("backend", "eager")
+    report = drill.compile_guard_probe(fn, inputs, **kwargs)
+    read = (lambda f: report[f]) if isinstance(report, dict) else (lambda f: getattr(report, f))
+    out = {field: read(field) for field in FIELDS}
+    out["matches"], out["compiled"] = list(out["matches"]), list(out["compiled"])
+    assert len(out["matches"]) == len(out["compiled"]) == len(inputs)
+    assert all(isinstance(v, bool) for v in out["matches"] + out["compiled"])
+    return out
+
+
+def rows(*sizes: int, seed: int = 0) -> list[torch.Tensor]:
+    return [seeded(n, 8, seed=seed + i) for i, n in enumerate(sizes)]
+
+
+def test_compiled_outputs_equal_eager_for_a_pure_function():
+    def pure(x):
+        return torch.sin(x) * 2 + x.sum(-1, keepdim=True)
+
+    report = probe(pure, rows(4, 4, 5))
+
+    assert report["matches"] == [True, True, True]
+
+
+def test_the_same_shape_reuses_the_first_compilation():
+    def pure(x):
+        return torch.tanh(x) - x.mean()
+
+    report = probe(pure, rows(4, 4, 4), dynamic=False)
+
+    assert report["compiled"] == [True, False, False]
+    assert report["compilations"] == 1
+
+
+def test_static_shapes_compile_once_per_new_shape_and_reuse_a_seen_one():
+    def pure(x):
+        return x.exp().cumsum(0)
+
+    report = probe(pure, rows(4, 5, 4, 6), dynamic=False)
+
+    assert report["compiled"] == [True, True, False, True]
+    assert report["compilations"] == 3
+
+
+def test_dynamic_shapes_compile_one_graph_for_every_size_of_two_or_more():
+    def pure(x):
+        return x.relu() * x.shape[0]
+
+    report = probe(pure, rows(4, 5, 7), dynamic=True)
+
+    assert report["compiled"] == [True, False, False]
+    assert report["matches"] == [True, True, True]
+
+
+def test_the_count_agrees_with_an_independent_counting_backend():
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def pure(x):
+        return (x * x).sum(-1)
+
+    counter = CompileCounterWithBackend("eager")
+
+    report = probe(pure, rows(3, 3, 6, 2), dynamic=False, backend=counter)
+
+    assert report["compilations"] == counter.frame_count == sum(report["compiled"])
+
+
+def off_by_one_backend(wrong_rows: int | None = None):
+    """A backend whose graphs add 1 to a float output (only for inputs with `wrong_rows` rows,
+    when given): what eager-vs-compiled comparison exists to catch."""
+
+    def compile_graph(graph, example_inputs):
+        def run(*args):
+            outputs = graph(*args)
+            first = next(a for a in args if isinstance(a, torch.Tensor))
+            if wrong_rows is not None and first.shape[0] != wrong_rows:
+                return outputs
+            return type(outputs)(o + 1 if isinstance(o, torch.Tensor) else o for o in outputs)
+
+        return run
+
+    return compile_graph
+
+
+def test_a_backend_that_changes_results_is_reported_as_not_matching():
+    def pure(x):
+        return x * 3
+
+    report = probe(pure, rows(4, 4), backend=off_by_one_backend())
+
+    assert report["matches"] == [False, False]
+
+
+def test_each_call_is_compared_on_its_own():
+    def pure(x):
+        return x - 1
+
+    report = probe(pure, rows(4, 5, 4), dynamic=False, backend=off_by_one_backend(wrong_rows=5))
+
+    assert report["matches"] == [True, False, True]
+
+
+def test_a_second_probe_starts_from_a_clean_compile_cache():
+    def pure(x):
+        return x.abs() + 1
+
+    first = probe(pure, rows(4, 5), dynamic=False)
+    second = probe(pure, rows(4, 5), dynamic=False)
+
+    assert first["compiled"] == second["compiled"] == [True, True]
+
+
+def test_warm_up_is_excluded_from_the_steady_state_time():
+    def slow_backend(graph, example_inputs):
+        time.sleep(0.3)  # a compiler this slow dominates any mean that includes it
+        return graph
+
+    def pure(x):
+        return x + 1
+
+    report = probe(pure, rows(4, 4, 4, 4), backend=slow_backend)
+
+    assert report["compiled"] == [True, False, False, False]
+    assert report["steady_seconds"] is not None and 0 <= report["steady_seconds"] < 0.1
+
+
+def test_no_steady_state_time_when_every_call_compiled():
+    def pure(x):
+        return x * x
+
+    report = probe(pure, rows(2, 3), dynamic=False)
+
+    assert report["compiled"] == [True, True]
+    assert report["steady_seconds"] is None
+
+
+def test_calls_with_several_arguments_and_inputs_left_unwritten():
+    def pure(a, b):
+        return a @ b.T + 1
+
+    calls = [
+        (seeded(3, 4, seed=1), seeded(5, 4, seed=2)),
+        (seeded(3, 4, seed=3), seeded(5, 4, seed=4)),
+    ]
+
+    with inputs_untouched(
+        **{f"inputs[{i}][{j}]": t for i, c in enumerate(calls) for j, t in enumerate(c)}
+    ):
+        report = probe(pure, calls)
+
+    assert report["matches"] == [True, True]
+    assert report["compiled"] == [True, False]
+
+
+@settings(max_examples=5, deadline=None)
+@given(sizes=st.lists(st.sampled_from([2, 3, 4]), min_size=1, max_size=4))
+def test_under_static_shapes_a_call_compiles_exactly_when_its_shape_is_new(sizes):
+    def pure(x):
+        return x.sigmoid() * 2
+
+    report = probe(pure, rows(*sizes), dynamic=False)
+
+    new = [size not in sizes[:i] for i, size in enumerate(sizes)]
+    assert report["compiled"] == new
+    assert report["compilations"] == len(set(sizes))
+
+
+# ---- rejection, before fn is called or compiled ----
+
+
+def test_a_function_that_is_not_callable_is_rejected():
+    assert_rejects(lambda: drill.compile_guard_probe("x + 1", rows(2), backend="eager"),
+                   (ValueError, TypeError), "fn")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [[], [seeded(2, 8, seed=5), [[1.0, 2.0]]]],
+    ids=["no calls", "call 1 is not a tensor"],
+)
+def test_inputs_that_are_not_calls_of_tensors_are_rejected_before_fn_runs(inputs):
+    ran = []
+
+    def pure(x):
+        ran.append(1)
+        return x + 1
+
+    assert_rejects(lambda: drill.compile_guard_probe(pure, inputs, backend="eager"),
+                   (ValueError, TypeError), "inputs")  # fmt: skip
+    assert not ran, "fn ran before the inputs were rejected"
