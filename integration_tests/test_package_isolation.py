@@ -32,6 +32,7 @@ IMPORT_NAMES = {
     "stdlib_pair": "stdlib_pair",
     "gptlab_testkit": "testkit",
     "gptlab_practice": "practice",
+    "gptlab_drills": "drills",
 }
 PACKAGE_DIRS = sorted(p.name for p in PACKAGES.iterdir() if (p / "pyproject.toml").is_file())
 

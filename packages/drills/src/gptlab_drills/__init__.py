@@ -4,6 +4,7 @@ Each drill is a module named by its id (`gptlab_drills.p19` holds `decode_attent
 `gptlab_drills.catalogue` lists them (title, time box, graded names, probes).
 """
 
+from . import catalogue
 from .catalogue import DRILLS, Drill, find
 
-__all__ = ["DRILLS", "Drill", "find"]
+__all__ = ["DRILLS", "Drill", "catalogue", "find"]

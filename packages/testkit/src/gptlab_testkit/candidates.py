@@ -13,8 +13,10 @@ import os
 import sys
 from dataclasses import dataclass
 from functools import cache
+from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from .attempts import ATTEMPT_SUFFIX, load_attempt_file
 from .cannot_grade import import_cause
@@ -94,16 +96,24 @@ VARIABLES: dict[str, Variable] = {
 DRILL_PREFIX = "DRILL_"
 
 
+DRILL_CATALOGUE_GROUP = "gptlab.drills"  # the entry point gptlab-drills publishes
+
+
+@cache
+def drill_catalogue() -> dict[str, Any]:
+    """{id: drill} from an installed gptlab-drills, found by its entry point (no import of it
+    here: the drills' own tests depend on this package, not the other way round)."""
+    for entry in entry_points(group=DRILL_CATALOGUE_GROUP):
+        return dict(entry.load())
+    return {}
+
+
 def _drill_variables() -> list[Variable]:
     """One variable per repair-lane drill (DRILL_P19_MODULE), when gptlab-drills is installed.
 
     Its catalogue is the one record of a drill's graded names and file stems; the
     drill's suite is packages/drills/tests/<id>, its scorecard row the lower-case id.
     """
-    try:
-        from gptlab_drills.catalogue import DRILLS
-    except ImportError:
-        return []
     return [
         Variable(
             drill.variable,
@@ -113,7 +123,7 @@ def _drill_variables() -> list[Variable]:
             drill.stems,
             tests=f"packages/drills/tests/{drill.key}",
         )
-        for drill in DRILLS.values()
+        for drill in drill_catalogue().values()
     ]
 
 

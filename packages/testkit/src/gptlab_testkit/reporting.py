@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from .candidates import VARIABLES, is_reference, module_spec
+from .candidates import VARIABLES, drill_catalogue, is_reference, module_spec
 from .owners import OWNERS
 from .results import TIERS, TestResult
 
@@ -90,11 +90,8 @@ def routing_lines(results: Sequence[TestResult]) -> list[str]:
 def drill_labels(drill_ids: Sequence[str]) -> str:
     """`P19 single-token decode attention (45m), ...`: the repair drills, first to start
     first (titles and time boxes from gptlab-drills' catalogue when it is installed)."""
-    try:
-        from gptlab_drills.catalogue import DRILLS
-    except ImportError:
-        return ", ".join(drill_ids)
-    return ", ".join(DRILLS[i].label if i in DRILLS else i for i in drill_ids)
+    drills = drill_catalogue()
+    return ", ".join(drills[i].label if i in drills else i for i in drill_ids)
 
 
 def failed_owners(results: Iterable[TestResult]) -> set[str]:
