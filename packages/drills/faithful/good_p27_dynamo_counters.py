@@ -28,10 +28,10 @@ def compile_guard_probe(fn, inputs, *, dynamic=False, backend="inductor", atol=1
         raise TypeError(f"fn must be callable, not {type(fn).__name__}")
     if dynamic not in (True, False, None):
         raise ValueError("dynamic must be True, False or None")
-    import torch._dynamo
+    from torch import _dynamo
     from torch._dynamo.testing import CompileCounterWithBackend
 
-    torch._dynamo.reset()
+    _dynamo.reset()
     counter = CompileCounterWithBackend(backend)
     opt = torch.compile(fn, backend=counter, dynamic=dynamic)
     report, warm = CompileReport(), []

@@ -138,16 +138,17 @@ def test_a_second_probe_starts_from_a_clean_compile_cache():
 
 def test_warm_up_is_excluded_from_the_steady_state_time():
     def slow_backend(graph, example_inputs):
-        time.sleep(0.3)  # a compiler this slow dominates any mean that includes it
+        time.sleep(0.2)  # a compiler this slow dominates any mean that includes it
         return graph
 
     def pure(x):
         return x + 1
 
-    report = probe(pure, rows(4, 4, 4, 4), backend=slow_backend)
+    report = probe(pure, rows(4, 4, 4), backend=slow_backend)
 
-    assert report["compiled"] == [True, False, False, False]
-    assert report["steady_seconds"] is not None and 0 <= report["steady_seconds"] < 0.1
+    assert report["compiled"] == [True, False, False]
+    # A mean over all three calls would be >= 0.067 s; two uncompiled calls take far less.
+    assert report["steady_seconds"] is not None and 0 <= report["steady_seconds"] < 0.03
 
 
 def test_no_steady_state_time_when_every_call_compiled():
