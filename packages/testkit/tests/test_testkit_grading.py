@@ -11,6 +11,7 @@ import pytest
 from gptlab_testkit import OWNERS, CandidateError, load_candidate
 from gptlab_testkit.grade import UsageError, parse_assignments
 from gptlab_testkit.known_bad import own_suite_first, read_known_bad, reference_shares
+from gptlab_testkit.owners import readme_row
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -162,8 +163,9 @@ def test_readme_routing_table_matches_routing_toml() -> None:
         pytest.skip("run from a repository checkout")
     text = readme.read_text(encoding="utf-8")
     for owner in OWNERS.values():
-        row = f"| `{owner.key}` | {owner.package} | {owner.mechanism} | {owner.repair} |"
-        assert row in text, f"README routing table is stale for {owner.key}"
+        if owner.package == "drills":
+            continue  # listed in the drills' README; the mechanisms' rows name them
+        assert readme_row(owner) in text, f"README routing table is stale for {owner.key}"
 
 
 def _write(folder: Path, files: dict[str, str]) -> Path:

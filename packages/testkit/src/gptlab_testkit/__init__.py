@@ -19,6 +19,7 @@ from .boundary import (
     state_fingerprint,
 )
 from .candidates import VARIABLES, CandidateError, candidate, load_candidate
+from .cannot_grade import hint_for
 from .owners import OWNERS, Owner
 from .results import TestResult
 from .suites import ForkedRun, SuiteRun, grading_args, run_pytest, warm_up
@@ -60,6 +61,7 @@ __all__ = [
     "candidate",
     "clone_past",
     "grading_args",
+    "hint_for",
     "load_candidate",
     "run_pytest",
     "shares_storage",
