@@ -468,7 +468,7 @@ def build(session: nox.Session) -> None:
         needs = _requirement_names(wheels[0])
         if "torch" in needs and "numpy" not in needs:
             session.error(f"{name}: requires torch but not numpy (torch warns on import)")
-    for name in (*RUNTIME_PACKAGES, "stdlib_pair"):
+    for name in (*RUNTIME_PACKAGES, *EXTRA_PACKAGES):
         wheel = next((dist / name).glob("*.whl"))
         with tempfile.TemporaryDirectory(prefix=f"gptlab-{name}-") as scratch:
             venv = Path(scratch) / "venv"
@@ -507,7 +507,8 @@ def build(session: nox.Session) -> None:
                     external=True,
                 )  # fmt: skip
             # -W error: a lone install imports without a warning (numpy declared beside torch)
-            session.run(python, "-W", "error", "-c", _IMPORT_CHECK.format(name=name), external=True)
+            check = _IMPORT_CHECK.format(name=IMPORT_NAMES.get(name, name))
+            session.run(python, "-W", "error", "-c", check, external=True)
 
 
 def _requirement_names(wheel: Path) -> set[str]:
@@ -525,11 +526,19 @@ def _requirement_names(wheel: Path) -> set[str]:
     }
 
 
+# Package directories whose import name differs from the directory's.
+IMPORT_NAMES = {
+    "testkit": "gptlab_testkit",
+    "practice": "gptlab_practice",
+    "drills": "gptlab_drills",
+}
+
 # Every name a package exports must resolve once installed alone.
 _IMPORT_CHECK = """
 import importlib
 module = importlib.import_module("{name}")
-missing = [n for n in module.__all__ if not hasattr(module, n)]
+exported = getattr(module, "__all__", [])
+missing = [n for n in exported if not hasattr(module, n)]
 assert not missing, f"{name}: __all__ names missing: {{missing}}"
-print(f"{name}: imports alone, exports {{len(module.__all__)}} names")
+print(f"{name}: imports alone, exports {{len(exported)}} names")
 """

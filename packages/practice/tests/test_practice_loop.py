@@ -140,8 +140,34 @@ def test_a_drill_miss_with_its_probes_answered(
 
     clock.advance(days=1)
     assert practise("start", "P19").code == 0
-    write_code(attempt, P19, ledger=True, probes="again")
+    write_code(attempt, P19, ledger=True)
     clock.advance(minutes=30)
-    assert practise("check").code == 0
+    unanswered = practise("check")
+    assert unanswered.code == 0 and "3 probe(s) unanswered" in unanswered.out
+    write_code(attempt, P19, ledger=True, probes="afterwards")  # answered after the pass
+    clock.advance(minutes=5)
+    assert practise("check", "P19").code == 0  # the finished drill: records the answers
+    assert "attempt 2 probe 3:" in practise("history", "P19").out
+    assert rows(home, "SELECT status, finished_at FROM attempts WHERE id = 2") == [
+        ("done", "2026-12-02T10:05:00+00:00")  # finished when it passed
+    ]
     line = next(line for line in practise("status").out.splitlines() if line.startswith("P19"))
     assert "yes: attempt 2, 2026-12-02" in line and "2026-12-02 (next day)" in line
+
+
+def test_a_debug_case_starts_from_its_artifact_and_its_bug_is_not_the_learners_decision(
+    practise: Practise, home: Path
+) -> None:
+    started = practise("start", "PT06")
+    assert started.code == 0 and "supplied broken artifact" in started.out
+    attempt = home / "pt06_attempt.py"
+    assert "TinyDecoder" in attempt.read_text()  # the artifact's code under the header
+    untouched = practise("check")
+    assert untouched.code == 1 and "first failing owner: pt06" in untouched.out
+    assert "first wrong decision recorded" not in untouched.out
+    attempt.write_text(attempt.read_text() + "\nLEARNER_WAS_HERE = True\n")
+    edited = practise("check")
+    assert "first wrong decision recorded: pt06" in edited.out
+    assert rows(home, "SELECT started_from, first_wrong_owner FROM attempts") == [
+        ("artifact", "pt06")
+    ]

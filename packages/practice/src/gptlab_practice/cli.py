@@ -265,6 +265,17 @@ class Practice:
             )
         return supplied.read_text(encoding="utf-8")
 
+    def _untouched_artifact(self, mechanism: Mechanism, text: str) -> bool:
+        """A debug drill's file still holding only the header and the supplied artifact."""
+        supplied = mechanism.drill.starting_artifact() if mechanism.drill else None
+        if supplied is None or not supplied.is_file():
+            return False
+        code = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+        artifact = supplied.read_text(encoding="utf-8").splitlines()
+        return (
+            code.strip() == "\n".join(line for line in artifact if not line.startswith("#")).strip()
+        )
+
     def _repair_link(self, unit: Mechanism) -> tuple[int, int] | None:
         """(attempt, check) when a drill is started as the repair an active attempt's last
         failed check routes to, else None."""
@@ -349,6 +360,7 @@ class Practice:
             ledger_filled=ledger_filled(text),
             answers=answered,
             on_miss=after_miss(mechanism, now.date()),
+            decision=not self._untouched_artifact(mechanism, text),
         )
         for verdict_ in verdicts:
             record = records.get(verdict_.stage)

@@ -60,14 +60,22 @@ def _intro(
         f"{mechanism.package} practice attempt {attempt_number}, "
         f"started {started:%Y-%m-%d %H:%M} (gptlab-practice; {mechanism.source})",
         "",
-        "Write from an empty editor with only seed/gpt-lab.md and CONTRACTS.md open.",
-        "Graded names (define each from stage 1 on; a stub is fine until its stage):",
-        "  " + ", ".join(names),
-        "Other attempts in this folder are importable by their plain names",
-        "(`from tiny_gpt import GPTConfig` reaches tiny_gpt_attempt.py).",
-        "",
-        "stage  time  build, then the stop condition",
     ]
+    if mechanism.drill:  # the kit's protocol for a drill (../shared/DRILLS.md)
+        lines += [
+            "No assistant. Restate the contract and reject bad shapes first; two ordinary",
+            "examples and one hostile case; PyTorch only; compare with a slow reference path.",
+            f"Graded names: {', '.join(names)}",
+        ]
+    else:
+        lines += [
+            "Write from an empty editor with only seed/gpt-lab.md and CONTRACTS.md open.",
+            "Graded names (define each from stage 1 on; a stub is fine until its stage):",
+            "  " + ", ".join(names),
+            "Other attempts in this folder are importable by their plain names",
+            "(`from tiny_gpt import GPTConfig` reaches tiny_gpt_attempt.py).",
+        ]
+    lines += ["", "stage  time  build, then the stop condition"]
     for stage in mechanism.stages:
         lines += _wrapped(stage.build, f"{stage.number:>4}  {stage.minutes:>4}m  ", " " * 13)
         lines += _wrapped(stage.stop, " " * 13 + "stop: ", " " * 19)

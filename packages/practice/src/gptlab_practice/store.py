@@ -438,6 +438,7 @@ class Store:
         ledger_filled: bool | None = None,
         answers: tuple[tuple[int, str, str], ...] = (),
         on_miss: tuple[PlannedReview, ...] = (),
+        decision: bool = True,
     ) -> None:
         """Record a check's verdict per stage, advance the attempt, note a first wrong decision.
 
@@ -446,6 +447,8 @@ class Store:
         `next_minutes`: the budget of each stage that a pass opens. `answers`: the probe
         answers (number, question, answer), kept with a passing check. `on_miss`: the
         re-solves a first wrong decision schedules (recorded only when this check makes it).
+        `decision`: False when the graded file is not yet the learner's (a debug drill's
+        untouched artifact): a failure then records no first wrong decision.
         """
         with self.transaction() as db:
             attempt_id = int(
@@ -471,7 +474,7 @@ class Store:
                     )
                 if outcome == "passed":
                     self._pass_stage(db, attempt, stage, now, next_minutes)
-                elif owner and attempt.first_wrong_owner is None:
+                elif owner and decision and attempt.first_wrong_owner is None:
                     db.execute(
                         "UPDATE attempts SET first_wrong_owner = ?, first_wrong_stage = ?"
                         " WHERE id = ?",
