@@ -417,7 +417,7 @@ class Practice:
         )
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
-        from gptlab_testkit.cannot_grade import hint_for
+        from gptlab_testkit import hint_for
 
         from .grader import repair_drills, repair_target
 
