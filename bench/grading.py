@@ -1,6 +1,6 @@
 """Grading cost: seconds per attempt and per class (a benchmark, never a timed test).
 
-    python -m bench.grading [--only single,folder,class] [--class-size 100] [--jobs 2]
+    python -m bench.grading [--only single,folder,class,drills] [--class-size 100] [--jobs 2]
 
 Run from the repository root with warm nox venvs (`nox -s grade` once). Measures,
 each as the wall time of the documented command plus the CPU seconds it and its
@@ -8,6 +8,9 @@ children used (the machine is shared: CPU seconds are the steadier figure):
 
 - single: `nox -R -s grade -- kv_cache FILE` with a faithful single-file kv_cache;
 - folder: `nox -R -s grade -- FOLDER` with the seed-style folder of six modules;
+- drills: `nox -R -s drills` (every drill's suite, goal 60 s), then each drill's contract
+  suite warm, forked from one process as `grade -- p19 FILE` runs it (goal 2 s each:
+  `bench.drill_suites`);
 - class:  `nox -R -s grade -- --submissions DIR --jobs 2 --workers 1` over a class
   generated in a temporary folder from the faithful, known-bad and hostile
   candidates (mostly single files, some folders), every verdict checked against
@@ -55,6 +58,8 @@ TARGET_NAMES = {
     "single": "`grade -- kv_cache FILE`",
     "folder": "`grade -- FOLDER` (six modules)",
     "class": "100 submissions, `--jobs 2`",
+    "drills": "`nox -s drills` (every drill's suite)",
+    "drill": "one drill's contract suite, warm (slowest drill)",
 }
 # variable -> the file name a submission uses for it (the seed's lab names)
 STEMS = {
@@ -236,6 +241,23 @@ def make_class(root: Path, size: int, sources: list[Source] | None = None) -> di
     return expected
 
 
+def bench_drills() -> dict[str, dict[str, object]]:
+    """`nox -R -s drills`, then each drill's suite warm (the slowest is the figure)."""
+    session = measure(["nox", "-R", "-s", "drills"])
+    python = ROOT / ".nox" / "drills" / "bin" / "python"
+    suites = measure([str(python), "-m", "bench.drill_suites"])
+    seconds: dict[str, float] = json.loads(str(suites["tail"]).strip().splitlines()[-1])
+    slowest = sorted(seconds.items(), key=lambda item: -item[1])
+    ordered = sorted(seconds.values())
+    suites.update(
+        wall_s=slowest[0][1],
+        per_drill_s=seconds,
+        median_s=ordered[len(ordered) // 2],
+        slowest=[f"{key} {value} s" for key, value in slowest[:4]],
+    )
+    return {"drills": session, "drill": suites}
+
+
 def bench_class(size: int, jobs: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="gptlab-class-bench-") as scratch:
         submissions = Path(scratch) / "class"
@@ -331,7 +353,7 @@ def render(results: dict[str, dict[str, object]], baseline: dict[str, object]) -
         "| target | goal | before (wall / CPU, load) | after (wall / CPU, load) | met |",
         "|---|---|---|---|---|",
     ]
-    goals = {"single": 8, "folder": 20, "class": 900}
+    goals = {"single": 8, "folder": 20, "class": 900, "drills": 60, "drill": 2}
     names = TARGET_NAMES
     for key, record in results.items():
         before = baseline.get(key, "not measured")
@@ -341,6 +363,15 @@ def render(results: dict[str, dict[str, object]], baseline: dict[str, object]) -
         )
         met = "yes" if float(str(record["wall_s"])) <= goals[key] else "no (wall; see load)"
         lines.append(f"| {names[key]} | <= {goals[key]} s | {before} | {after} | {met} |")
+    if "drill" in results:
+        record = results["drill"]
+        lines += [
+            "",
+            f"Drills: {len(dict(record['per_drill_s']))} suites, each forked from one warm process"  # type: ignore[call-overload]
+            f" as `grade -- p19 FILE` runs it: median {record['median_s']} s, slowest"
+            f" {', '.join(record['slowest'])}."  # type: ignore[arg-type]
+            " The slowest row's wall is the one drill's suite, not the whole command.",
+        ]
     if "class" in results:
         record = results["class"]
         errors, unexpected = (
@@ -441,16 +472,19 @@ def main(argv: list[str]) -> int:
             results[key] = measure([*nox, str(FOLDER)])
         elif key == "class":
             results[key] = bench_class(args.class_size, args.jobs)
+        elif key == "drills":
+            results.update(bench_drills())
         else:
             print(f"unknown figure {key!r}", file=sys.stderr)
             return 2
-        shown = {k: v for k, v in results[key].items() if k != "tail"}
-        print(json.dumps(shown), flush=True)
+        for name in ("drills", "drill") if key == "drills" else (key,):
+            shown = {k: v for k, v in results[name].items() if k != "tail"}
+            print(json.dumps(shown), flush=True)
     baseline = json.loads(args.baseline.read_text()) if args.baseline else current_before_cells()
     previous = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else {}
     OUT_JSON.write_text(json.dumps({**previous, **results}, indent=1) + "\n", encoding="utf-8")
     merged = {**previous, **results}
-    order = [key for key in ("single", "folder", "class") if key in merged]
+    order = [key for key in ("single", "folder", "class", "drills", "drill") if key in merged]
     write_report(render({key: merged[key] for key in order}, baseline))
     return 0
 

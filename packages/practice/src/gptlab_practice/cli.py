@@ -1,6 +1,7 @@
 """gptlab-practice: timed blank-editor stages over the grader (`nox -s practice -- COMMAND`).
 
-    start ITEM [--new]              an empty attempt file (a mechanism or a drill: P19)
+    start [ITEM] [--new]            an empty attempt file (a mechanism, a named re-solve
+                                    modern_lm:layer_reconstruction, a drill P19); no ITEM: list
     check [ITEM] [--all] [--note T] grade the current stage (--all: on until one fails)
     repair [ITEM]                   start the drill that owns the last failure
     watch [ITEM]                    re-check on every save, one live screen
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from .history import PLOT_NAME, duration, plot, table
 from .learned import verdict
-from .stages import Mechanism, mechanisms, units
+from .stages import Mechanism, mechanisms, resolves, units
 from .store import STORE_NAME, Attempt, CheckRecord, Review, StageRecord, Store, StoreError
 
 if TYPE_CHECKING:  # the grader imports torch: only `check` and `start` pay for it
@@ -71,7 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     start = commands.add_parser("start", help="begin an attempt from an empty file")
-    start.add_argument("mechanism", metavar="ITEM", help="a mechanism (tinygpt) or a drill (P19)")
+    start.add_argument(
+        "mechanism",
+        nargs="?",
+        metavar="ITEM",
+        help="a mechanism (tinygpt), a named re-solve (modern_lm:layer_reconstruction) or a"
+        " drill (P19); without it, the list of what can be started",
+    )
     start.add_argument(
         "--new", action="store_true", help="archive an attempt in progress and begin again"
     )
@@ -128,19 +136,41 @@ def find_root(option: Path | None, home: Path) -> Path:
 
 
 def _mechanism(name: str) -> Mechanism:
-    """A mechanism (`tinygpt`, the seed's `tiny_gpt`) or a drill (`P19`, `p19`)."""
+    """A mechanism (`tinygpt`, the seed's `tiny_gpt`), a named re-solve
+    (`modern_lm:layer_reconstruction`, its file's `modern_lm_layer_reconstruction`) or a
+    drill (`P19`, `p19`)."""
     from .grader import attempt_filename
 
     known = units()
     if name in known or name.upper() in known:
         return known[name] if name in known else known[name.upper()]
-    for mechanism in mechanisms().values():  # the seed's names are accepted too (tiny_gpt, ...)
-        if attempt_filename(mechanism.package).removesuffix("_attempt.py") == name:
-            return mechanism
+    for unit in known.values():  # the attempt files' names are accepted too (tiny_gpt, ...)
+        if unit.drill is None and attempt_filename(unit).removesuffix("_attempt.py") == name:
+            return unit
     raise UsageError(
-        f"unknown mechanism or drill {name!r}: expected one of {', '.join(mechanisms())}"
-        " or a drill id (P01..P28, PT06, PT08, PT17, PT28)"
+        f"unknown item {name!r}: expected a mechanism ({', '.join(mechanisms())}), a named"
+        f" re-solve ({', '.join(resolves())}) or a drill id (P01..P28, PT06, PT08, PT17, PT28);"
+        " `start` alone lists them"
     )
+
+
+def catalogue() -> list[str]:
+    """What `start` can begin, for `start` without ITEM."""
+    lines = ["start one of these: `start ITEM`", "mechanisms (stages, minutes in all):"]
+    lines += [
+        f"  {m.package:<16} {len(m.stages)} stage(s), {m.total_minutes}m"
+        for m in mechanisms().values()
+    ]
+    lines.append("named re-solves (one stage, from an empty file, on a later day):")
+    lines += [
+        f"  {r.package}  {r.stages[0].minutes}m: {r.stages[0].build}" for r in resolves().values()
+    ]
+    drills = [u.package for u in units().values() if u.drill is not None]
+    lines += [
+        "drills (the repair lane):",
+        *textwrap.wrap(", ".join(drills), 88, initial_indent="  ", subsequent_indent="  "),
+    ]
+    return lines
 
 
 @dataclass(frozen=True)
@@ -201,10 +231,14 @@ class Practice:
         self.store = Store(home / STORE_NAME)
 
     # -- start
-    def start(self, name: str, new: bool, repair: tuple[int, int] | None = None) -> int:
+    def start(self, name: str | None, new: bool, repair: tuple[int, int] | None = None) -> int:
         from .grader import attempt_filename, graded_names
         from .sheet import archive, attempt_header
 
+        if name is None:  # nothing named: what there is to start (a usage answer, status 2)
+            for line in catalogue():
+                self.say(line)
+            return 2
         mechanism = _mechanism(name)
         path = self.home / attempt_filename(mechanism)
         active = self.store.active(mechanism.package)
@@ -410,11 +444,21 @@ class Practice:
                 )
                 self._announce(units()[sent.mechanism], sent.stage)
                 return
-        what = "passed" if mechanism.drill else "every stage passed"
+        what = (
+            "every stage passed"
+            if mechanism.drill is None and not mechanism.resolve_of
+            else "passed"
+        )
         self.say(
             f"{mechanism.package}: {what}. Re-solve from an empty file on a "
             f"later day (`start {mechanism.package}`)."
         )
+        for named in mechanism.resolves:
+            stage = named.stages[0]
+            self.say(
+                f"  its named re-solve, on a later day: `start {named.package}` "
+                f"({stage.minutes}m: {stage.build})"
+            )
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
         from gptlab_testkit import hint_for
@@ -466,8 +510,8 @@ class Practice:
             self.say(f"reference: {folder / 'src' / 'gptlab_drills' / mechanism.drill.key}.py")
             self.say(f"README:    {folder / 'README.md'}")
         else:
-            folder = root / "packages" / mechanism.package
-            self.say(f"reference: {folder / 'src' / mechanism.package}")
+            folder = root / "packages" / mechanism.suite
+            self.say(f"reference: {folder / 'src' / mechanism.suite}")
             self.say(f'README:    {folder / "README.md"}, section "{mechanism.readme_section}"')
         self.say(f"attempt {attempt.number} is marked as having opened the reference")
         return 0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gptlab_testkit import OWNERS, VARIABLES, ForkedRun, TestResult, grading_args, warm_up
 
-from .stages import Mechanism, TestIdentity
+from .stages import RESOLVE_SEPARATOR, Mechanism, TestIdentity
 
 # The grader's own per-test limit: an honest test takes well under a second on an idle
 # machine, but a first test pays for the worker's imports and a loaded machine is slow.
@@ -40,22 +40,25 @@ def variable_of(package: str) -> str:
 
 def unit_variable(unit: Mechanism) -> str:
     """The variable a unit's attempt is graded through (`TINY_GPT_MODULE`, `DRILL_P19_MODULE`)."""
-    return unit.drill.variable if unit.drill else variable_of(unit.package)
+    return unit.drill.variable if unit.drill else variable_of(unit.suite)
 
 
 def attempt_filename(unit: Mechanism | str) -> str:
-    """The attempt's file name: `tiny_gpt_attempt.py` (the seed's), `p19_attempt.py` (a drill)."""
+    """The attempt's file name: `tiny_gpt_attempt.py` (the seed's), `p19_attempt.py` (a drill),
+    `modern_lm_layer_reconstruction_attempt.py` (a named re-solve)."""
     if isinstance(unit, Mechanism) and unit.drill:
         return f"{unit.drill.stems[0]}_attempt.py"
-    package = unit.package if isinstance(unit, Mechanism) else unit
+    package = unit.suite if isinstance(unit, Mechanism) else unit
     stem = VARIABLES[variable_of(package)].stems[0]
+    if isinstance(unit, Mechanism) and unit.resolve_of:
+        stem += "_" + unit.package.partition(RESOLVE_SEPARATOR)[2]
     return f"{stem}_attempt.py"
 
 
 def graded_names(unit: Mechanism | str) -> tuple[str, ...]:
     if isinstance(unit, Mechanism) and unit.drill:
         return unit.drill.graded
-    package = unit.package if isinstance(unit, Mechanism) else unit
+    package = unit.suite if isinstance(unit, Mechanism) else unit
     return VARIABLES[variable_of(package)].required_names
 
 

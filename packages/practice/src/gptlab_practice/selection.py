@@ -1,8 +1,9 @@
 """pytest plugin (`-p gptlab_practice.selection`): keep only one stage's tests.
 
-`--practice-stage MECH:N` deselects every collected test that stage N of MECH does
-not select (stages.toml), after the tests are collected and before the grader's
-plugin routes them. Loaded only by a practice check, never by entry point.
+`--practice-stage MECH:N` deselects every collected test that stage N of MECH (a
+mechanism, or a named re-solve `MECH:NAME`) does not select (stages.toml), after the
+tests are collected and before the grader's plugin routes them. Loaded only by a
+practice check, never by entry point.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .stages import TIER_MARKS, TestIdentity, mechanisms
+from .stages import TIER_MARKS, TestIdentity, mechanisms, resolves
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,7 +50,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not option:
         return
     name, _, number = str(option).rpartition(":")
-    mechanism = mechanisms().get(name)
+    mechanism = mechanisms().get(name) or resolves().get(name)  # `modern_lm:NAME:1` too
     if mechanism is None or not number.isdigit() or not 1 <= int(number) <= len(mechanism.stages):
         raise pytest.UsageError(f"--practice-stage {option}: expected MECH:N from stages.toml")
     keep: list[pytest.Item] = []

@@ -8,10 +8,11 @@ Stage k selects what any entry of stages 1..k matches, so stages only grow.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import PurePosixPath
+from typing import Any
 
 from gptlab_drills.catalogue import DRILLS, Drill
 
@@ -104,13 +105,21 @@ class Stage:
 
 @dataclass(frozen=True)
 class Mechanism:
-    """What a learner practises: a graded mechanism, or a repair-lane drill (`drill` set)."""
+    """What a learner practises: a graded mechanism, a repair-lane drill (`drill` set), or
+    a mechanism's named re-solve (`resolve_of` set: one stage, graded by that suite)."""
 
-    package: str  # the name a learner types and the store's key: `tinygpt`, `P19`
+    package: str  # the name a learner types and the store's key: `tinygpt`, `P19`, `a:b`
     readme_section: str
     source: str
     stages: tuple[Stage, ...]
     drill: Drill | None = None  # a drill: one stage, its whole contract suite
+    resolve_of: str | None = None  # a named re-solve: the mechanism whose suite grades it
+    resolves: tuple[Mechanism, ...] = ()  # a mechanism's named re-solves
+
+    @property
+    def suite(self) -> str:
+        """The package whose suite and variable grade the attempt (its own, or its parent's)."""
+        return self.resolve_of or self.package
 
     def stage(self, number: int) -> Stage:
         return self.stages[number - 1]
@@ -132,7 +141,7 @@ class Mechanism:
 
     def packages_through(self, number: int) -> tuple[str, ...]:
         """The suites stage `number` draws tests from, the mechanism's own first."""
-        found = [self.package]
+        found = [self.suite]
         for entry in self.entries_through(number):
             if entry.package not in found:
                 found.append(entry.package)
@@ -143,21 +152,45 @@ class Mechanism:
         return sum(stage.minutes for stage in self.stages)
 
 
+RESOLVE_SEPARATOR = ":"  # a named re-solve's key: `modern_lm:layer_reconstruction`
+
+
+def _stage(number: int, row: dict[str, Any], package: str) -> Stage:
+    return Stage(
+        number=number,
+        minutes=int(row["minutes"]),
+        build=str(row["build"]),
+        stop=str(row["stop"]),
+        entries=tuple(Entry.parse(text, package) for text in row["select"]),
+    )
+
+
+def _resolve(parent: Mechanism, name: str, row: dict[str, Any]) -> Mechanism:
+    """`[PACKAGE.resolves.NAME]`: one stage (minutes, build, stop, select) over PACKAGE's suite."""
+    if not name.isidentifier():
+        raise ValueError(f"stages.toml: {parent.package}.resolves.{name}: not an identifier")
+    stage = _stage(1, row, parent.package)
+    source = f"a named re-solve of {parent.package}"
+    return Mechanism(
+        f"{parent.package}{RESOLVE_SEPARATOR}{name}",
+        parent.readme_section,
+        str(row.get("source", source)),
+        (stage,),
+        resolve_of=parent.package,
+    )
+
+
 def _mechanism(package: str, table: dict[str, object]) -> Mechanism:
     rows = table.get("stages")
     if not isinstance(rows, list) or not rows:
         raise ValueError(f"stages.toml: {package} has no stages")
-    stages = tuple(
-        Stage(
-            number=index,
-            minutes=int(row["minutes"]),
-            build=str(row["build"]),
-            stop=str(row["stop"]),
-            entries=tuple(Entry.parse(text, package) for text in row["select"]),
-        )
-        for index, row in enumerate(rows, start=1)
-    )
-    return Mechanism(package, str(table["readme_section"]), str(table["source"]), stages)
+    stages = tuple(_stage(index, row, package) for index, row in enumerate(rows, start=1))
+    mechanism = Mechanism(package, str(table["readme_section"]), str(table["source"]), stages)
+    named = table.get("resolves", {})
+    if not isinstance(named, dict):
+        raise ValueError(f"stages.toml: {package}.resolves must be a table of named re-solves")
+    found = tuple(_resolve(mechanism, name, row) for name, row in named.items())
+    return replace(mechanism, resolves=found)
 
 
 def parse_stages(text: str) -> dict[str, Mechanism]:
@@ -189,6 +222,14 @@ def drill_unit(drill: Drill) -> Mechanism:
 
 
 @cache
+def resolves() -> dict[str, Mechanism]:
+    """{`package:name`: the named re-solve}, in the order of stages.toml."""
+    return {r.package: r for m in mechanisms().values() for r in m.resolves}
+
+
+@cache
 def units() -> dict[str, Mechanism]:
-    """Everything a learner can practise: the mechanisms, then every drill by its id."""
-    return {**mechanisms(), **{d.id: drill_unit(d) for d in DRILLS.values()}}
+    """Everything a learner can practise: each mechanism then its named re-solves, then
+    every drill by its id."""
+    graded = {u.package: u for m in mechanisms().values() for u in (m, *m.resolves)}
+    return {**graded, **{d.id: drill_unit(d) for d in DRILLS.values()}}
