@@ -4,7 +4,8 @@
 
 One process imports torch, pytest and the references once (`warm_up`); each drill's
 suite then runs in a process forked from it, under grade's protections (one forked
-test process, per-test limit, memory limit). Prints one JSON object {id: seconds}.
+test process, per-test limit, memory limit), after what grade imports for a swapped
+drill (`preload`). Prints one JSON object {id: seconds}.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ import sys
 from pathlib import Path
 
 from gptlab_testkit.candidates import VARIABLES
-from gptlab_testkit.suites import ForkedRun, grading_args, warm_up
+from gptlab_testkit.suites import ForkedRun, grading_args, preload, warm_up
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
     warm_up()
+    # What grade imports before forking when a drill is swapped in (torch._dynamo for P27).
+    preload([name for name, variable in VARIABLES.items() if variable.is_drill])
     seconds: dict[str, float] = {}
     for variable in VARIABLES.values():
         if not variable.is_drill:

@@ -13,6 +13,7 @@ import pytest
 
 from gptlab_drills.catalogue import DRILLS, find
 from gptlab_testkit import OWNERS, VARIABLES
+from gptlab_testkit.oracles import supplied_test_outcomes
 
 pytestmark = [pytest.mark.owner("grading"), pytest.mark.extension]
 
@@ -58,12 +59,24 @@ def test_every_drill_asks_three_probes(drill_id):
     assert len(probes) == 3 and all(p.strip().endswith("?") for p in probes), probes
 
 
-def test_debug_cases_ship_their_broken_artifact_and_failing_test():
-    for drill in DRILLS.values():
-        if drill.kind == "debug":
-            start, test = drill.starting_artifact(), drill.failing_test()
-            assert start is not None and start.is_file(), f"{drill.id}: no starting artifact"
-            assert test is not None and test.is_file(), f"{drill.id}: no failing test"
+DEBUG_CASES = sorted(d.id for d in DRILLS.values() if d.kind == "debug")
+
+
+@pytest.mark.parametrize("drill_id", DEBUG_CASES)
+def test_a_debug_cases_supplied_test_fails_on_its_start_file_and_passes_on_the_reference(
+    drill_id,
+):
+    drill = DRILLS[drill_id]
+    start, test_file = drill.starting_artifact(), drill.failing_test()
+    assert start is not None and start.is_file(), f"{drill_id}: no starting artifact"
+    assert test_file is not None and test_file.is_file(), f"{drill_id}: no failing test"
+
+    on_start = supplied_test_outcomes(test_file, drill.variable, str(start))
+    on_reference = supplied_test_outcomes(test_file, drill.variable, drill.module)
+
+    assert len(on_start) >= 4
+    assert not any(on_start.values()), f"passes on the broken start file: {on_start}"
+    assert all(on_reference.values()), f"fails on the reference: {on_reference}"
 
 
 def test_a_transfer_case_names_its_canonical_owner():

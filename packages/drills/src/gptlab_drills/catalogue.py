@@ -28,6 +28,8 @@ class Drill:
     stems: tuple[str, ...]  # file stems an attempt folder may use ("p19", "decode_attention")
     probes: tuple[str, ...]  # three questions, answered without reopening the code
     owner: str = ""  # a PT case's canonical owner ("P05", "M01")
+    # Modules a grading run imports before it forks, when this drill is graded.
+    preload: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -75,6 +77,7 @@ def _load() -> dict[str, Drill]:
             stems=tuple(row["stems"]),
             probes=tuple(row["probes"]),
             owner=row.get("owner", ""),
+            preload=tuple(row.get("preload", ())),
         )
         if drill.kind not in KINDS:
             raise ValueError(f"catalogue.toml [{drill_id}]: kind must be one of {KINDS}")

@@ -57,7 +57,15 @@ from .grade import DEFAULT_TIMEOUT_S, grading_args
 from .owners import OWNERS
 from .reporting import failed_owners, table
 from .results import NOT_RUN, package_of
-from .suites import ForkedRun, SuiteRun, drill_suite_paths, side_by_side, suite_paths, warm_up
+from .suites import (
+    ForkedRun,
+    SuiteRun,
+    drill_suite_paths,
+    preload,
+    side_by_side,
+    suite_paths,
+    warm_up,
+)
 
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
 SCOPES = {"contract": ("-m", "contract", *_QUIET_ARGS), "all": _QUIET_ARGS}
@@ -366,6 +374,7 @@ def main(argv: list[str]) -> int:
 
     started = time.perf_counter()
     warm_up()
+    preload(sorted({c.variable for c in candidates} | {v for g in faithful for v in g.modules}))
     must_pass: list[tuple[str, Start, int]] = []
     for good in faithful:
         files = selected(root, set(good.modules))

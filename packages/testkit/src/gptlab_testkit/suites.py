@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .candidates import MECHANISM_VARIABLES, VARIABLES
+from .candidates import MECHANISM_VARIABLES, VARIABLES, is_reference
 from .results import TestResult, read_report
 
 RUNTIME_PACKAGES = tuple(VARIABLES[name].package for name in MECHANISM_VARIABLES)
@@ -140,6 +140,7 @@ def warm_up() -> None:
     for name in (*_PRELOAD, *references):
         with contextlib.suppress(ImportError):  # a venv without that package
             importlib.import_module(name)
+    preload([name for name in VARIABLES if not is_reference(name)])
     # Also when torch came in before the variable was set (this package imports it):
     # a run that used a thread pool of 2+ would fork test processes that can hang in
     # their first parallel op (OpenMP is not fork-safe).
@@ -152,6 +153,14 @@ def warm_up() -> None:
     # just to be counted.
     gc.freeze()
     _warm = True
+
+
+def preload(variables: Sequence[str]) -> None:
+    """Import what these variables' suites need once, before any run is forked."""
+    for variable in variables:
+        for name in VARIABLES[variable].preload:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
 
 
 def _scan_hypothesis_constants() -> None:
