@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ._describe import described
+
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
     """[B, T, C] -> [B, H, T, D]: out[b, h, t, d] = x[b, t, h * D + d] (a view of x)."""
     if not isinstance(x, Tensor) or x.dim() != 3:
-        raise ValueError(f"x must be a 3-D tensor [B, T, C], got {_shape(x)}")
+        raise ValueError(f"x must be a 3-D tensor [B, T, C], got {described(x)}")
     if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
         raise ValueError(f"heads must be a positive int, got {heads!r}")
     B, T, C = x.shape
@@ -31,15 +33,11 @@ def split_heads(x: Tensor, heads: int) -> Tensor:
 def merge_heads(x: Tensor) -> Tensor:
     """[B, H, T, D] -> [B, T, H * D]: the inverse of split_heads, always contiguous."""
     if not isinstance(x, Tensor) or x.dim() != 4:
-        raise ValueError(f"x must be a 4-D tensor [B, H, T, D], got {_shape(x)}")
+        raise ValueError(f"x must be a 4-D tensor [B, H, T, D], got {described(x)}")
     B, H, T, D = x.shape
     # Transpose back to [B, T, H, D] before flattening; reshape copies the (now
     # non-contiguous) layout, a view() here would raise on the split's output.
     return x.transpose(1, 2).reshape(B, T, H * D).contiguous()
-
-
-def _shape(value: object) -> str:
-    return str(tuple(value.shape)) if isinstance(value, Tensor) else type(value).__name__
 
 
 __all__ = ["merge_heads", "split_heads"]

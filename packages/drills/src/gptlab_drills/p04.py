@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from ._describe import described
+
 
 def repeat_kv_for_gqa(kv: Tensor, query_heads: int) -> Tensor:
     """[B, Hkv, T, D] -> [B, Hq, T, D] with out[:, h] = kv[:, h // (Hq // Hkv)]."""
     if not isinstance(kv, Tensor) or kv.dim() != 4:
-        raise ValueError(f"kv must be a 4-D tensor [B, Hkv, T, D], got {_shape(kv)}")
+        raise ValueError(f"kv must be a 4-D tensor [B, Hkv, T, D], got {described(kv)}")
     if isinstance(query_heads, bool) or not isinstance(query_heads, int) or query_heads < 1:
         raise ValueError(f"query_heads must be a positive int, got {query_heads!r}")
     B, Hkv, T, D = kv.shape
@@ -28,10 +30,6 @@ def repeat_kv_for_gqa(kv: Tensor, query_heads: int) -> Tensor:
     # expand is free (stride 0 on the new group axis); the reshape then copies once into
     # [B, Hq, T, D], each kv head's copies adjacent.
     return kv[:, :, None].expand(B, Hkv, group, T, D).reshape(B, query_heads, T, D)
-
-
-def _shape(value: object) -> str:
-    return str(tuple(value.shape)) if isinstance(value, Tensor) else type(value).__name__
 
 
 __all__ = ["repeat_kv_for_gqa"]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def gather_last_token(hidden: Tensor, lengths: Tensor) -> Tensor:
     """out[b] = hidden[b, lengths[b] - 1] -> [B, C]."""
@@ -25,9 +27,9 @@ def gather_last_token(hidden: Tensor, lengths: Tensor) -> Tensor:
 def _check(hidden: Tensor, lengths: Tensor) -> None:
     """Reject bad shapes and lengths before any indexing (0 would wrap to the pad at -1)."""
     if not isinstance(hidden, Tensor) or hidden.dim() != 3:
-        raise ValueError(f"hidden must be a 3-D tensor [B, T, C], got {_shape(hidden)}")
+        raise ValueError(f"hidden must be a 3-D tensor [B, T, C], got {described(hidden)}")
     if not isinstance(lengths, Tensor) or lengths.dtype not in (torch.int32, torch.int64):
-        raise ValueError(f"lengths must be an int32/int64 tensor, got {_shape(lengths)}")
+        raise ValueError(f"lengths must be an int32/int64 tensor, got {described(lengths)}")
     B, T, _ = hidden.shape
     if lengths.shape != (B,):
         raise ValueError(f"lengths must have shape [{B}], got {tuple(lengths.shape)}")
@@ -37,12 +39,6 @@ def _check(hidden: Tensor, lengths: Tensor) -> None:
     if bad:
         row = bad[0]
         raise ValueError(f"lengths[{row}] = {int(lengths[row])} is outside 1..{T}")
-
-
-def _shape(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{tuple(value.shape)} {value.dtype}"
-    return type(value).__name__
 
 
 __all__ = ["gather_last_token"]

@@ -11,13 +11,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def masked_logits(logits: Tensor, allowed: Tensor) -> Tensor:
     """logits where allowed, -inf elsewhere (a new tensor, logits' dtype and device)."""
     if not isinstance(logits, Tensor) or logits.dim() < 1 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a floating tensor [B, V], got {_describe(logits)}")
+        raise ValueError(f"logits must be a floating tensor [B, V], got {described(logits)}")
     if not isinstance(allowed, Tensor) or allowed.dtype != torch.bool:
-        raise ValueError(f"allowed must be a bool tensor, got {_describe(allowed)}")
+        raise ValueError(f"allowed must be a bool tensor, got {described(allowed)}")
     if allowed.shape != logits.shape:
         raise ValueError(
             f"allowed {tuple(allowed.shape)} must have logits' shape {tuple(logits.shape)}"
@@ -28,12 +30,6 @@ def masked_logits(logits: Tensor, allowed: Tensor) -> Tensor:
     if len(empty):
         raise ValueError(f"allowed forbids every token of row {tuple(empty[0].tolist())}")
     return logits.masked_fill(~allowed, float("-inf"))  # masked_fill (not _) allocates
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["masked_logits"]

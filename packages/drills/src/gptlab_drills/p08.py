@@ -15,11 +15,13 @@ import math
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def temperature_probs(logits: Tensor, temperature: float) -> Tensor:
     """fp32 softmax(logits / temperature) over the last dim; one-hot argmax at temperature 0."""
     if not isinstance(logits, Tensor) or logits.dim() < 1 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a floating tensor [B, V], got {_describe(logits)}")
+        raise ValueError(f"logits must be a floating tensor [B, V], got {described(logits)}")
     if logits.shape[-1] == 0:
         raise ValueError("logits must have at least one token per row")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
@@ -31,12 +33,6 @@ def temperature_probs(logits: Tensor, temperature: float) -> Tensor:
         first_max = scaled.argmax(dim=-1, keepdim=True)  # argmax returns the first maximum
         return torch.zeros_like(scaled).scatter_(-1, first_max, 1.0)
     return torch.softmax(scaled / temperature, dim=-1)  # softmax subtracts the row max
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["temperature_probs"]

@@ -11,11 +11,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def top_k_filter(logits: Tensor, k: int) -> Tensor:
     """logits with everything below each row's k-th largest set to -inf (a new tensor)."""
     if not isinstance(logits, Tensor) or logits.dim() < 1 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a floating tensor [B, V], got {_describe(logits)}")
+        raise ValueError(f"logits must be a floating tensor [B, V], got {described(logits)}")
     V = logits.shape[-1]
     if isinstance(k, bool) or not isinstance(k, int):
         raise TypeError(f"k must be an int, got {type(k).__name__}")
@@ -25,12 +27,6 @@ def top_k_filter(logits: Tensor, k: int) -> Tensor:
         return logits.clone()
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # [..., 1]: the row's k-th largest
     return logits.masked_fill(logits < kth, float("-inf"))
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["top_k_filter"]

@@ -15,11 +15,13 @@ import math
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def top_p_filter(logits: Tensor, p: float) -> Tensor:
     """logits outside each row's nucleus set to -inf (a new tensor, logits' dtype)."""
     if not isinstance(logits, Tensor) or logits.dim() < 1 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a floating tensor [B, V], got {_describe(logits)}")
+        raise ValueError(f"logits must be a floating tensor [B, V], got {described(logits)}")
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise TypeError(f"p must be a float, got {type(p).__name__}")
     if not (math.isfinite(p) and 0.0 < p <= 1.0):
@@ -38,12 +40,6 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     keep_sorted = sorted_logits >= boundary  # ties with the boundary stay
     keep = torch.empty_like(keep_sorted).scatter_(-1, order, keep_sorted)  # vocabulary order
     return logits.masked_fill(~keep, float("-inf"))
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["top_p_filter"]

@@ -16,6 +16,7 @@ import math
 import torch
 from torch import Tensor
 
+from ._describe import described
 from .p09 import top_k_filter
 from .p10 import top_p_filter
 
@@ -50,7 +51,7 @@ def _check(
 ) -> None:
     """Reject every bad argument and row before the generator is touched."""
     if not isinstance(logits, Tensor) or logits.dim() != 2 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a floating [B, V] tensor, got {_describe(logits)}")
+        raise ValueError(f"logits must be a floating [B, V] tensor, got {described(logits)}")
     B, V = logits.shape
     if B == 0 or V == 0:
         raise ValueError(f"logits must have at least one row and one token, got {(B, V)}")
@@ -78,12 +79,6 @@ def _check(
     bad_rows = (broken.any(dim=-1) | empty).nonzero().flatten().tolist()
     if bad_rows:
         raise ValueError(f"logits row {bad_rows[0]} has a NaN or +inf logit or no finite logit")
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["sample_next_token"]

@@ -16,6 +16,8 @@ import math
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def beam_step(
     scores: Tensor,
@@ -42,9 +44,9 @@ def _check(
 ) -> None:
     """Reject bad shapes, dtypes and values before any arithmetic."""
     if not isinstance(scores, Tensor) or scores.dim() != 2 or not scores.is_floating_point():
-        raise ValueError(f"scores must be a floating [B, K] tensor, got {_describe(scores)}")
+        raise ValueError(f"scores must be a floating [B, K] tensor, got {described(scores)}")
     if not isinstance(logits, Tensor) or logits.dim() != 3 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a floating [B, K, V] tensor, got {_describe(logits)}")
+        raise ValueError(f"logits must be a floating [B, K, V] tensor, got {described(logits)}")
     if logits.shape[:2] != scores.shape or logits.shape[2] == 0:
         raise ValueError(f"logits {tuple(logits.shape)} do not fit scores {tuple(scores.shape)}")
     if torch.isnan(scores).any() or (scores == math.inf).any():
@@ -54,7 +56,7 @@ def _check(
     if finished is None:
         return
     if not isinstance(finished, Tensor) or finished.dtype != torch.bool:
-        raise ValueError(f"finished must be a bool tensor, got {_describe(finished)}")
+        raise ValueError(f"finished must be a bool tensor, got {described(finished)}")
     if finished.shape != scores.shape:
         raise ValueError(f"finished {tuple(finished.shape)} must match scores' shape")
     V = logits.shape[2]
@@ -62,12 +64,6 @@ def _check(
         raise ValueError(f"eos_token_id must be an int when finished is given: {eos_token_id!r}")
     if not 0 <= eos_token_id < V:
         raise ValueError(f"eos_token_id must be in 0..{V - 1}, got {eos_token_id}")
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["beam_step"]

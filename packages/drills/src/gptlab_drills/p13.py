@@ -15,6 +15,8 @@ import math
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def apply_repetition_penalty(logits: Tensor, history: Tensor, penalty: float) -> Tensor:
     """logits with each row's previously produced tokens penalised (a new tensor)."""
@@ -29,9 +31,9 @@ def apply_repetition_penalty(logits: Tensor, history: Tensor, penalty: float) ->
 def _check(logits: Tensor, history: Tensor, penalty: float) -> None:
     """Reject bad shapes, ids and penalties before any arithmetic."""
     if not isinstance(logits, Tensor) or logits.dim() != 2 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a floating [B, V] tensor, got {_describe(logits)}")
+        raise ValueError(f"logits must be a floating [B, V] tensor, got {described(logits)}")
     if not isinstance(history, Tensor) or history.dim() != 2:
-        raise ValueError(f"history must be a [B, T] tensor of token ids, got {_describe(history)}")
+        raise ValueError(f"history must be a [B, T] tensor of token ids, got {described(history)}")
     if history.is_floating_point() or history.is_complex() or history.dtype == torch.bool:
         raise ValueError(f"history must hold integer token ids, got {history.dtype}")
     B, V = logits.shape
@@ -47,12 +49,6 @@ def _check(logits: Tensor, history: Tensor, penalty: float) -> None:
         raise TypeError(f"penalty must be a float, got {type(penalty).__name__}")
     if not (math.isfinite(penalty) and penalty > 0):
         raise ValueError(f"penalty must be finite and > 0, got {penalty}")
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["apply_repetition_penalty"]

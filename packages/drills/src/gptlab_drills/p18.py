@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def reference_attention(
     q: Tensor,
@@ -52,7 +54,7 @@ def _check(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None) -> None:
     """Reject shapes that do not fit before any arithmetic."""
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if not isinstance(tensor, Tensor) or tensor.dim() != 4:
-            raise ValueError(f"{name} must be a 4-D tensor, got {_shape(tensor)}")
+            raise ValueError(f"{name} must be a 4-D tensor, got {described(tensor)}")
         if not tensor.is_floating_point():
             raise ValueError(f"{name} must be floating point, got {tensor.dtype}")
     B, Hq, L, D = q.shape
@@ -65,7 +67,7 @@ def _check(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None) -> None:
         raise ValueError(f"q's {Hq} heads are not a multiple of k's {Hkv} heads")
     if attn_mask is not None:
         if not isinstance(attn_mask, Tensor):
-            raise ValueError(f"attn_mask must be a tensor or None, got {_shape(attn_mask)}")
+            raise ValueError(f"attn_mask must be a tensor or None, got {described(attn_mask)}")
         target = (B, Hq, L, S)
         sizes = tuple(attn_mask.shape)
         # Broadcastable *to* the scores: aligned from the right, each size 1 or equal.
@@ -74,10 +76,6 @@ def _check(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None) -> None:
         )
         if not fits:
             raise ValueError(f"attn_mask {sizes} does not broadcast to [B, Hq, L, S] {target}")
-
-
-def _shape(value: object) -> str:
-    return str(tuple(value.shape)) if isinstance(value, Tensor) else type(value).__name__
 
 
 __all__ = ["reference_attention"]

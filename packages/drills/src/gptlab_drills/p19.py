@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def decode_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, lengths: Tensor) -> Tensor:
     """softmax(q k^T / sqrt(D)) v over each row's valid slots -> [B, Hq, 1, D] (q's dtype)."""
@@ -38,11 +40,11 @@ def _check(q: Tensor, k_cache: Tensor, v_cache: Tensor, lengths: Tensor) -> None
     """Reject bad shapes, dtypes, devices and lengths before any arithmetic."""
     for name, tensor in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(tensor, Tensor) or tensor.dim() != 4:
-            raise ValueError(f"{name} must be a 4-D tensor, got {_shape(tensor)}")
+            raise ValueError(f"{name} must be a 4-D tensor, got {described(tensor)}")
         if not tensor.is_floating_point():
             raise ValueError(f"{name} must be floating point, got {tensor.dtype}")
     if not isinstance(lengths, Tensor) or lengths.dim() != 1:
-        raise ValueError(f"lengths must be a 1-D tensor, got {_shape(lengths)}")
+        raise ValueError(f"lengths must be a 1-D tensor, got {described(lengths)}")
     if lengths.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"lengths must be int32 or int64, got {lengths.dtype}")
     B, Hq, T, D = q.shape
@@ -70,10 +72,6 @@ def _check(q: Tensor, k_cache: Tensor, v_cache: Tensor, lengths: Tensor) -> None
         raise ValueError(
             f"lengths[{row}] = {int(lengths[row])} is outside 1..{S} (the cache capacity)"
         )
-
-
-def _shape(value: object) -> str:
-    return str(tuple(value.shape)) if isinstance(value, Tensor) else type(value).__name__
 
 
 __all__ = ["decode_attention"]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def append_kv_cache(
     k_cache: Tensor, v_cache: Tensor, k_new: Tensor, v_new: Tensor, positions: Tensor
@@ -34,9 +36,9 @@ def _check(
     named = (("k_cache", k_cache), ("v_cache", v_cache), ("k_new", k_new), ("v_new", v_new))
     for name, tensor in named:
         if not isinstance(tensor, Tensor) or tensor.dim() != 4:
-            raise ValueError(f"{name} must be a 4-D tensor, got {_shape(tensor)}")
+            raise ValueError(f"{name} must be a 4-D tensor, got {described(tensor)}")
     if not isinstance(positions, Tensor) or positions.dim() != 2:
-        raise ValueError(f"positions must be a [B, T] tensor, got {_shape(positions)}")
+        raise ValueError(f"positions must be a [B, T] tensor, got {described(positions)}")
     if positions.dtype != torch.int64:
         raise ValueError(f"positions must be int64, got {positions.dtype}")
     if v_cache.shape != k_cache.shape:
@@ -70,10 +72,6 @@ def _check(
         raise ValueError(
             f"positions repeat a slot in row {repeated[0]}: {positions[repeated[0]].tolist()}"
         )
-
-
-def _shape(value: object) -> str:
-    return str(tuple(value.shape)) if isinstance(value, Tensor) else type(value).__name__
 
 
 __all__ = ["append_kv_cache"]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 _INTEGER = (torch.int32, torch.int64)
 
 
@@ -33,11 +35,11 @@ def _check_shapes(cache: Tensor, block_table: Tensor, positions: Tensor) -> None
     """Reject bad ranks, dtypes, devices and positions before any gather."""
     if not isinstance(cache, Tensor) or cache.dim() != 4:
         raise ValueError(
-            f"cache must be a [blocks, block_size, Hkv, D] tensor, got {_shape(cache)}"
+            f"cache must be a [blocks, block_size, Hkv, D] tensor, got {described(cache)}"
         )
     for name, table in (("block_table", block_table), ("positions", positions)):
         if not isinstance(table, Tensor) or table.dim() != 2:
-            raise ValueError(f"{name} must be a 2-D tensor, got {_shape(table)}")
+            raise ValueError(f"{name} must be a 2-D tensor, got {described(table)}")
         if table.dtype not in _INTEGER:
             raise ValueError(f"{name} must be int32 or int64, got {table.dtype}")
     if positions.shape[0] != block_table.shape[0]:
@@ -62,10 +64,6 @@ def _check_blocks(blocks: Tensor, positions: Tensor, num_blocks: int) -> None:
             f"block_table[{b}] maps positions[{b}, {t}] = {int(positions[b, t])} to block "
             f"{int(blocks[b, t])}, not one of the cache's {num_blocks} blocks"
         )
-
-
-def _shape(value: object) -> str:
-    return str(tuple(value.shape)) if isinstance(value, Tensor) else type(value).__name__
 
 
 __all__ = ["paged_lookup"]

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def compact_live_rows(
     fields: Mapping[str, Tensor], live: Tensor
@@ -33,7 +35,7 @@ def compact_live_rows(
 def _check(fields: Mapping[str, Tensor], live: Tensor) -> None:
     """Reject a bad mask or a field of another batch size before any copy."""
     if not isinstance(live, Tensor) or live.dim() != 1 or live.dtype != torch.bool:
-        raise ValueError(f"live must be a 1-D bool tensor, got {_describe(live)}")
+        raise ValueError(f"live must be a 1-D bool tensor, got {described(live)}")
     if not isinstance(fields, Mapping):
         raise ValueError(f"fields must be a mapping of names to tensors, got {type(fields)}")
     B = live.shape[0]
@@ -44,12 +46,6 @@ def _check(fields: Mapping[str, Tensor], live: Tensor) -> None:
             raise ValueError(f"fields[{name!r}] has {field.shape[0]} rows, live has {B}")
         if field.device != live.device:
             raise ValueError(f"fields[{name!r}] is on {field.device}, live on {live.device}")
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["compact_live_rows"]

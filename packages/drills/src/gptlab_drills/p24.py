@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def int8_linear(x: Tensor, weight: Tensor, scales: Tensor, bias: Tensor | None = None) -> Tensor:
     """(x @ weight^T) * scales + bias, accumulated in fp32, returned in x's dtype."""
@@ -28,16 +30,16 @@ def int8_linear(x: Tensor, weight: Tensor, scales: Tensor, bias: Tensor | None =
 def _check(x: Tensor, weight: Tensor, scales: Tensor, bias: Tensor | None) -> None:
     """Reject wrong dtypes and shapes before any arithmetic."""
     if not isinstance(x, Tensor) or x.dim() != 2 or not x.is_floating_point():
-        raise ValueError(f"x must be a float [M, I] tensor, got {_describe(x)}")
+        raise ValueError(f"x must be a float [M, I] tensor, got {described(x)}")
     if not isinstance(weight, Tensor) or weight.dim() != 2 or weight.dtype != torch.int8:
-        raise ValueError(f"weight must be an int8 [O, I] tensor, got {_describe(weight)}")
+        raise ValueError(f"weight must be an int8 [O, I] tensor, got {described(weight)}")
     out_features, in_features = weight.shape
     if x.shape[1] != in_features:
         raise ValueError(f"x has {x.shape[1]} in-features, weight has {in_features}")
     named = [("scales", scales)] + ([] if bias is None else [("bias", bias)])
     for name, vector in named:
         if not isinstance(vector, Tensor) or not vector.is_floating_point():
-            raise ValueError(f"{name} must be a float tensor, got {_describe(vector)}")
+            raise ValueError(f"{name} must be a float tensor, got {described(vector)}")
         if tuple(vector.shape) != (out_features,):
             raise ValueError(f"{name} must have shape [{out_features}], got {list(vector.shape)}")
     devices = {x.device, weight.device, scales.device} | (
@@ -45,12 +47,6 @@ def _check(x: Tensor, weight: Tensor, scales: Tensor, bias: Tensor | None) -> No
     )
     if len(devices) != 1:
         raise ValueError(f"x, weight, scales and bias must share a device, got {devices}")
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {list(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["int8_linear"]

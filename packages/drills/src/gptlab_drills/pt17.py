@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def position_causal_mask(
     query_positions: Tensor, key_positions: Tensor, key_valid: Tensor
@@ -32,11 +34,11 @@ def _check(query_positions: Tensor, key_positions: Tensor, key_valid: Tensor) ->
     """Reject bad shapes, dtypes and decreasing positions before anything is built."""
     for name, tensor in (("query_positions", query_positions), ("key_positions", key_positions)):
         if not isinstance(tensor, Tensor) or tensor.dim() != 2:
-            raise ValueError(f"{name} must be a 2-D tensor, got {_shape(tensor)}")
+            raise ValueError(f"{name} must be a 2-D tensor, got {described(tensor)}")
         if tensor.is_floating_point() or tensor.dtype == torch.bool or tensor.is_complex():
             raise ValueError(f"{name} must hold integer positions, got {tensor.dtype}")
     if not isinstance(key_valid, Tensor) or key_valid.dtype != torch.bool:
-        raise ValueError(f"key_valid must be a bool tensor, got {_shape(key_valid)}")
+        raise ValueError(f"key_valid must be a bool tensor, got {described(key_valid)}")
     if key_valid.shape != key_positions.shape:
         raise ValueError(
             f"key_valid {tuple(key_valid.shape)} and key_positions "
@@ -58,12 +60,6 @@ def _check(query_positions: Tensor, key_positions: Tensor, key_valid: Tensor) ->
     seen = torch.where(key_valid, key_positions, lowest).cummax(dim=1).values
     if bool((key_valid[:, 1:] & (key_positions[:, 1:] < seen[:, :-1])).any()):
         raise ValueError("key_positions of valid keys decrease within a row")
-
-
-def _shape(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{tuple(value.shape)} {value.dtype}"
-    return type(value).__name__
 
 
 __all__ = ["position_causal_mask"]

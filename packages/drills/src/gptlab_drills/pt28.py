@@ -20,6 +20,8 @@ from collections.abc import Hashable, Mapping, Sequence
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def sample_batch(
     logits: Tensor,
@@ -48,7 +50,7 @@ def _check(
 ) -> tuple[list[Hashable], list[float]]:
     """Reject every bad argument before any generator is touched."""
     if not isinstance(logits, Tensor) or logits.dim() != 2 or not logits.is_floating_point():
-        raise ValueError(f"logits must be a floating [B, V] tensor, got {_describe(logits)}")
+        raise ValueError(f"logits must be a floating [B, V] tensor, got {described(logits)}")
     B, V = logits.shape
     if V == 0:
         raise ValueError("logits must have at least one token per row")
@@ -82,12 +84,6 @@ def _check(
     if len(bad):
         raise ValueError(f"logits row {int(bad[0])} has a NaN or +inf logit or no finite logit")
     return ids, [float(t) for t in temps]
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, Tensor):
-        return f"{value.dtype} {tuple(value.shape)}"
-    return type(value).__name__
 
 
 __all__ = ["sample_batch"]
