@@ -65,6 +65,11 @@ def test_fail_repair_in_pt17_resume_finish_and_learn_on_a_later_day(
         assert f"tinygpt stage {stage}/7: PASS" in failed.out
     assert "tinygpt stage 5/7: FAIL" in failed.out
     assert "first failing owner: rectangular_mask" in failed.out
+    # Three failures are named, the rest counted: "5 of 101 failed" never reads as three.
+    named = failed.out.count("\n  failed: ")
+    total = int(failed.out.split("tinygpt stage 5/7: FAIL  ")[1].split(" of ")[0])
+    assert named == min(total, 3)
+    assert total <= 3 or f"  ... and {total - named} more failed" in failed.out
     assert "PT17 rectangular causal mask (35m)" in failed.out
     assert "start the first: `repair` (or `start PT17`)" in failed.out
     assert "re-solves scheduled: tinygpt 2026-12-01 (same day), tinygpt 2026-12-02" in failed.out

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the grader imports torch: only `check` and `start` pay for 
 Clock = Callable[[], datetime]
 HOME_VARIABLE = "GPTLAB_PRACTICE_HOME"
 ROOT_VARIABLE = "GPTLAB_ROOT"
+FAILURES_SHOWN = 3  # failed tests a check names; the rest are counted
 
 
 class Limits(TypedDict, total=False):
@@ -481,8 +482,12 @@ class Practice:
             self.say(f"{head}: FAIL  {len(verdict_.failed)} of {total} tests failed, {clock}")
             self.say(f"  first failing owner: {verdict_.owner} ({what})")
             self.say(f"  repair target: {repair}")
-            for result in verdict_.failed[:3]:
+            shown = verdict_.failed[:FAILURES_SHOWN]
+            for result in shown:
                 self.say(f"  failed: {result.nodeid.split('::')[-1]}: {result.reason}")
+            if len(verdict_.failed) > len(shown):
+                more = len(verdict_.failed) - len(shown)
+                self.say(f"  ... and {more} more failed")
             drills = repair_drills(verdict_.owner, mechanism.package)
             if drills:
                 labels = ", ".join(_drill_label(d) for d in drills)
