@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit.candidates import VARIABLES, folder_assignments
+from gptlab_testkit.candidates import VARIABLES, folder_assignments, import_spec
 from gptlab_testkit.grade import UsageError, parse_assignments, selection
 from gptlab_testkit.known_bad import (
     DRILL_MIN_CATCHES,
@@ -101,3 +101,14 @@ def test_per_drill_coverage_names_each_drill_short_of_candidates(tmp_path):
     assert "drill p19: 1 known-bad (need 2), 0 faithful (need 1)" in short
     drills = [v for v in VARIABLES.values() if v.is_drill]
     assert len(short) == len(drills)
+
+
+def test_a_drill_attempt_imports_its_folders_other_drill_by_plain_name(tmp_path):
+    # A P11 attempt that reuses the learner's own P09 file, as the mechanisms' do.
+    (tmp_path / "p09.py").write_text("def top_k_filter(logits, k):\n    return 'mine'\n")
+    (tmp_path / "p11_attempt.py").write_text(
+        "from p09 import top_k_filter\n\n"
+        "def sample_next_token(logits, **options):\n    return top_k_filter(logits, 1)\n"
+    )
+    module = import_spec(str(tmp_path / "p11_attempt.py"))
+    assert module.sample_next_token(None) == "mine"
