@@ -93,3 +93,15 @@ def test_a_drill_is_found_in_any_case(spelling):
 def test_an_unknown_drill_id_is_rejected_by_name():
     with pytest.raises(ValueError, match="drill_id"):
         find("P99")
+
+
+@pytest.mark.parametrize("drill_id", sorted(DRILLS))
+def test_the_readme_has_each_drills_section_with_its_catalogue_probes(drill_id):
+    readme = TESTS.parent / "README.md"
+    if not readme.is_file():
+        pytest.skip("run from a repository checkout")
+    text = readme.read_text(encoding="utf-8")
+    drill = DRILLS[drill_id]
+    assert f"### {drill.id} {drill.title} ({drill.difficulty}, {drill.minutes} min" in text
+    for probe in drill.probes:
+        assert probe in text, f"{drill_id}: README lacks the probe {probe!r}"
