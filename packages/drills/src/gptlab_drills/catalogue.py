@@ -46,6 +46,11 @@ class Drill:
         return f"gptlab_drills.{self.key}"
 
     @property
+    def suite(self) -> str:
+        """Its contract suite, relative to the repository root (tests are not installed)."""
+        return f"packages/drills/tests/{self.key}"
+
+    @property
     def label(self) -> str:
         """`P19 single-token decode attention (45m)`: how routing names it."""
         return f"{self.id} {self.title} ({self.minutes}m)"

@@ -136,7 +136,7 @@ class Mechanism:
     def suites_through(self, number: int) -> tuple[str, ...]:
         """The test folders (relative to the checkout) stage `number` draws from, own first."""
         if self.drill is not None:
-            return (f"packages/drills/tests/{self.drill.key}",)
+            return (self.drill.suite,)
         return tuple(f"packages/{name}/tests" for name in self.packages_through(number))
 
     def packages_through(self, number: int) -> tuple[str, ...]:
@@ -212,7 +212,7 @@ def drill_unit(drill: Drill) -> Mechanism:
         number=1,
         minutes=drill.minutes,
         build=f"{drill.title}: {', '.join(drill.graded)} from {start}, with the kit's protocol",
-        stop=f"every contract test of {drill.id} passes (packages/drills/tests/{drill.key})",
+        stop=f"every contract test of {drill.id} passes ({drill.suite})",
         entries=(),
     )
     source = f"the kit's {drill.kind} drill {drill.id}" + (

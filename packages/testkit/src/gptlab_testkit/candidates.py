@@ -114,8 +114,8 @@ def drill_catalogue() -> dict[str, Any]:
 def _drill_variables() -> list[Variable]:
     """One variable per repair-lane drill (DRILL_P19_MODULE), when gptlab-drills is installed.
 
-    Its catalogue is the one record of a drill's graded names and file stems; the
-    drill's suite is packages/drills/tests/<id>, its scorecard row the lower-case id.
+    Its catalogue is the one record of a drill's graded names, file stems and suite
+    (packages/drills/tests/<id>); its scorecard row is the lower-case id.
     """
     return [
         Variable(
@@ -124,7 +124,7 @@ def _drill_variables() -> list[Variable]:
             drill.module,
             drill.graded,
             drill.stems,
-            tests=f"packages/drills/tests/{drill.key}",
+            tests=drill.suite,
             preload=drill.preload,
         )
         for drill in drill_catalogue().values()
