@@ -214,11 +214,6 @@ def stage_verdicts(
     return verdicts
 
 
-def _drill_label(drill_id: str) -> str:
-    unit = units().get(drill_id)
-    return unit.drill.label if unit and unit.drill else drill_id
-
-
 class Practice:
     """The commands, over one home folder, its store and a clock."""
 
@@ -462,7 +457,7 @@ class Practice:
             )
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
-        from gptlab_testkit import hint_for
+        from gptlab_testkit import drill_labels, hint_for
 
         from .grader import repair_drills, repair_target
 
@@ -490,7 +485,7 @@ class Practice:
                 self.say(f"  ... and {more} more failed")
             drills = repair_drills(verdict_.owner, mechanism.package)
             if drills:
-                labels = ", ".join(_drill_label(d) for d in drills)
+                labels = drill_labels(drills)
                 self.say(f"  repair in the owning drill, then resume this stage: {labels}")
                 self.say(f"  start the first: `repair` (or `start {drills[0]}`)")
 

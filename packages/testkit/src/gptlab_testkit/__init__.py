@@ -21,6 +21,7 @@ from .boundary import (
 from .candidates import VARIABLES, CandidateError, candidate, load_candidate
 from .cannot_grade import hint_for
 from .owners import OWNERS, Owner
+from .reporting import drill_labels
 from .results import TestResult
 from .suites import ForkedRun, SuiteRun, grading_args, run_pytest, warm_up
 from .tensors import (
@@ -60,6 +61,7 @@ __all__ = [
     "boundary_settings",
     "candidate",
     "clone_past",
+    "drill_labels",
     "grading_args",
     "hint_for",
     "load_candidate",
