@@ -124,12 +124,18 @@ def selection(
     drills alone lists no mechanism as `reference, not re-run`.
     """
     paths = suite_paths(root)
-    drills = drill_suite_paths(root, sorted(assignments))
     swapped = swapped_variables(assignments)
     if full or not swapped:
-        return paths + drills, []
+        return paths + drill_suite_paths(root, sorted(assignments)), []
     ladder = ladder_packages(paths) if any(not VARIABLES[v].is_drill for v in swapped) else []
-    return select_test_files(paths + drills, swapped), ladder
+    return selected_files(root, swapped), ladder
+
+
+def selected_files(root: Path, swapped: set[str]) -> list[str]:
+    """The test files that can see these swapped variables: those of the mechanisms'
+    suites and the integration slice that name one, and a swapped drill's own suite."""
+    paths = suite_paths(root) + drill_suite_paths(root, sorted(swapped))
+    return select_test_files(paths, swapped)
 
 
 def ladder_packages(paths: list[str]) -> list[str]:

@@ -52,20 +52,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .candidates import VARIABLES, folder_assignments, select_test_files
-from .grade import DEFAULT_TIMEOUT_S, grading_args
+from .candidates import VARIABLES, folder_assignments
+from .grading import selected_files
 from .owners import OWNERS
+from .plugin import DEFAULT_TIMEOUT_S
 from .reporting import failed_owners, table
 from .results import NOT_RUN, package_of
-from .suites import (
-    ForkedRun,
-    SuiteRun,
-    drill_suite_paths,
-    preload,
-    side_by_side,
-    suite_paths,
-    warm_up,
-)
+from .suites import ForkedRun, SuiteRun, grading_args, preload, side_by_side, warm_up
 
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
 SCOPES = {"contract": ("-m", "contract", *_QUIET_ARGS), "all": _QUIET_ARGS}
@@ -245,12 +238,6 @@ def _run(
     return lambda: ForkedRun(paths, env, args, import_limit=TIMEOUTS[run] + 60.0, limit=limit)
 
 
-def selected(root: Path, variables: set[str]) -> list[str]:
-    """The test files grade selects for these variables (a drill's suite among them)."""
-    paths = suite_paths(root) + drill_suite_paths(root, sorted(variables))
-    return select_test_files(paths, variables)
-
-
 def own_suite_first(files: list[str], candidate: KnownBad) -> list[str]:
     """The candidate's own package's tests first: a stopping run is settled soonest."""
     own = VARIABLES[candidate.variable].package
@@ -355,21 +342,18 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
 
-    every = sorted(p for folder in args.folders for p in folder.glob("bad_*.py"))
-    paths = [p for p in every if args.only in p.stem]
-    if not paths:
+    every = [
+        read_known_bad(path)
+        for path in sorted(p for folder in args.folders for p in folder.glob("bad_*.py"))
+    ]
+    candidates = [c for c in every if args.only in c.path.stem]
+    if not candidates:
         print(f"known_bad: no bad_*.py candidates in {args.folders}", file=sys.stderr)
         return 2
-    candidates = [read_known_bad(path) for path in paths]
-    faithful = [c for folder in args.faithful for c in faithful_candidates(folder, args.only)]
-    coverage = (
-        drill_coverage(
-            [read_known_bad(path) for path in every],
-            [c for folder in args.faithful for c in faithful_candidates(folder)],
-        )
-        if args.per_drill
-        else []
-    )
+    every_faithful = [c for folder in args.faithful for c in faithful_candidates(folder)]
+    faithful = [c for c in every_faithful if args.only in c.path.stem]
+    # Counted over every candidate, so -k narrows what is graded, not what is required.
+    coverage = drill_coverage(every, every_faithful) if args.per_drill else []
     root = Path.cwd()
 
     started = time.perf_counter()
@@ -377,12 +361,12 @@ def main(argv: list[str]) -> int:
     preload(sorted({c.variable for c in candidates} | {v for g in faithful for v in g.modules}))
     must_pass: list[tuple[str, Start, int]] = []
     for good in faithful:
-        files = selected(root, set(good.modules))
+        files = selected_files(root, set(good.modules))
         start = _run(files, good.env, "contract", "in-process")
         must_pass.append((f"faithful {good.path.name} on {len(files)} files", start, len(files)))
     must_fail: list[tuple[KnownBad, Start, int]] = []
     for candidate in candidates:
-        files = own_suite_first(selected(root, {candidate.variable}), candidate)
+        files = own_suite_first(selected_files(root, {candidate.variable}), candidate)
         env = {candidate.variable: str(candidate.path.resolve())}
         stop = (
             ()
