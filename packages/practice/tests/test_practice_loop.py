@@ -176,3 +176,29 @@ def test_a_debug_case_starts_from_its_artifact_and_its_bug_is_not_the_learners_d
     assert rows(home, "SELECT started_from, first_wrong_owner FROM attempts") == [
         ("artifact", "pt06")
     ]
+
+
+def test_watching_a_repair_drill_moves_to_the_stage_it_resumes_once_it_passes(
+    home: Path, clock: FakeClock, drills: dict[str, str]
+) -> None:
+    from gptlab_practice.cli import Practice
+    from gptlab_practice.watch import Screen
+
+    practice = Practice(home, ROOT, clock, lambda line: None)
+    try:
+        practice.start("tinygpt", new=False)
+        write_code(home / "tiny_gpt_attempt.py", tinygpt(rectangular=False))
+        assert practice.check(None, True, None, {}) == 1  # stage 5: rectangular_mask
+        practice.repair(None)
+        screen = Screen(practice, "PT17")
+        screen.follow()
+        write_code(home / "pt17_attempt.py", drills["PT17"])
+
+        screen.run_check(0.0)
+
+        assert screen.state == "PASS"
+        assert screen.attempt is not None and screen.attempt.mechanism == "tinygpt"
+        assert screen.path == home / "tiny_gpt_attempt.py" and screen.attempt.stage == 5
+        assert screen.note == ""
+    finally:
+        practice.close()

@@ -81,6 +81,10 @@ class Screen:
         self.last_latency_s = time.perf_counter() - saved_at
         self.snapshot()
         if self.attempt.status != "active":
+            sent = self.attempt.repair_of
+            if sent is not None and self.practice.store.attempt(sent).status == "active":
+                # A repair drill passed: watch the stage it resumes, not the drill.
+                self.name = self.practice.store.attempt(sent).mechanism
             try:
                 self.follow()
             except RefusedError:
