@@ -145,6 +145,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "contract: graded invariant of CONTRACTS.md")
     config.addinivalue_line("markers", "extension: this project's behaviour beyond the contract")
     config.addinivalue_line("markers", "owner(key): routing.toml key of the owning mechanism")
+    config.addinivalue_line(
+        "markers", "clause(*ids): the numbered contract clauses a test checks (P05.3, M02.7)"
+    )
     _load_hypothesis_profile()
     session = GptlabSession(config)
     config.pluginmanager.register(session, "gptlab-session")
@@ -159,13 +162,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _load_hypothesis_profile() -> None:
-    """Verdicts must not depend on the machine's load: no deadlines, no too-slow health check.
+    """Verdicts must not depend on the machine's load or on a random draw: no deadlines, no
+    too-slow health check, the same examples on every run (derandomized, no example database).
 
     Tests keep their own example counts; the per-test time limit bounds a real hang.
     """
     from hypothesis import HealthCheck, settings
 
-    settings.register_profile("gptlab", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile(
+        "gptlab",
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        derandomize=True,
+        database=None,
+    )
     settings.load_profile("gptlab")
 
 
