@@ -11,6 +11,9 @@ that imported torch and the references once), `SuiteRun`, `grading_args`, `TestR
 """
 
 from .boundary import (
+    BAD_VALUE,
+    WRONG_DTYPE,
+    WRONG_KIND,
     CountingModel,
     assert_rejected_unchanged,
     assert_rejects,
@@ -40,9 +43,12 @@ from .tensors import (
 
 __all__ = [
     "ATOL",
+    "BAD_VALUE",
     "OWNERS",
     "RTOL",
     "VARIABLES",
+    "WRONG_DTYPE",
+    "WRONG_KIND",
     "CandidateError",
     "CountingModel",
     "ForkedRun",

@@ -241,6 +241,15 @@ def like(
 
 ExceptionTypes = type[BaseException] | tuple[type[BaseException], ...]
 
+# The one error policy of every contract (mechanisms, drills, model builds):
+# - a wrong kind of object (not a tensor where one is expected, a list for an int, a bool
+#   for an int) and a tensor of the wrong dtype: ValueError or TypeError, both accepted;
+# - a bad value (a shape, a range, NaN where a finite number is required): ValueError;
+# - the message names the argument (its parameter name) or the offending value.
+WRONG_KIND: tuple[type[BaseException], ...] = (TypeError, ValueError)
+WRONG_DTYPE = WRONG_KIND
+BAD_VALUE: type[BaseException] = ValueError
+
 # How many rejections each argument name was checked for (a suite can report its count).
 rejections: Counter[str] = Counter()
 
@@ -252,12 +261,25 @@ def names_argument(message: str, argument: str) -> bool:
     )
 
 
+def names_value(message: str, value: object) -> bool:
+    """True when the text of `value` (its str or repr) occurs in `message` as a whole token."""
+    texts = {str(value), repr(value)}
+    return any(
+        re.search(rf"(?<![A-Za-z0-9_.]){re.escape(text)}(?![A-Za-z0-9_])", message) is not None
+        for text in texts
+        if text
+    )
+
+
 def assert_rejects(
     call: Callable[[], object],
     exc_types: ExceptionTypes,
     argument: str | Sequence[str],
+    *,
+    values: Sequence[object] = (),
 ) -> BaseException:
-    """`call()` raises one of `exc_types` whose message names `argument` (or one of them).
+    """`call()` raises one of `exc_types` whose message names `argument` (or one of them)
+    or contains one of the offending `values` (the policy lets a message name either).
 
     An exception of any other type (AttributeError, IndexError, a RuntimeError from
     deep inside torch) fails the assertion with what was raised, so a suite reports
@@ -265,6 +287,8 @@ def assert_rejects(
     """
     names = (argument,) if isinstance(argument, str) else tuple(argument)
     wanted = f"{_type_names(exc_types)} naming {' or '.join(names)}"
+    if values:
+        wanted += f" (or the value {' or '.join(repr(v) for v in values)})"
     try:
         result = call()
     except exc_types as raised:
@@ -278,9 +302,9 @@ def assert_rejects(
             f"expected {wanted}, but the call was accepted and returned {type(result).__name__}"
         )
     message = str(error)
-    assert any(names_argument(message, name) for name in names), (
-        f"{type(error).__name__} does not name {' or '.join(names)}: {message!r}"
-    )
+    assert any(names_argument(message, name) for name in names) or any(
+        names_value(message, value) for value in values
+    ), f"{type(error).__name__} does not name {wanted.split(' naming ', 1)[1]}: {message!r}"
     rejections[names[0]] += 1
     return error
 
@@ -297,10 +321,11 @@ def assert_rejected_unchanged(
     argument: str | Sequence[str],
     *,
     identity: bool = True,
+    values: Sequence[object] = (),
 ) -> BaseException:
     """`assert_rejects`, plus: `owner` is bit-for-bit the same afterwards."""
     before = state_fingerprint(owner, identity=identity)
-    error = assert_rejects(call, exc_types, argument)
+    error = assert_rejects(call, exc_types, argument, values=values)
     assert_state_unchanged(owner, before, identity=identity)
     return error
 
@@ -615,11 +640,14 @@ def tensor_cases(
 
 __all__ = [
     "ALL_DTYPES",
+    "BAD_VALUE",
     "EXTREME_FLOATS",
     "EXTREME_INTS",
     "INT64_MAX",
     "INT64_MIN",
     "INT64_WRAPAROUND_PAIRS",
+    "WRONG_DTYPE",
+    "WRONG_KIND",
     "Malformed",
     "StateDictCase",
     "TensorState",
@@ -633,6 +661,7 @@ __all__ = [
     "malformed",
     "malformed_shapes",
     "names_argument",
+    "names_value",
     "not_an_int_or_bool",
     "not_callable",
     "other_devices",

@@ -39,6 +39,17 @@ imported (`suites.warm_up`), `--jobs` at a time (default: CPU count).
 `--faithful DIR` holds candidates that must pass: `good_*.py` files and seed-style
 attempt folders (every module the folder maps, graded together), each on the
 contract tests selection picks for its variables.
+
+**Clause mutants.** A candidate that breaks one numbered contract clause alone declares
+it (`CLAUSE = "M02.7"`), and `--clause-mutants DIR` turns each `[[mutant]]` of a drill's
+`DIR/<id>.toml` into such a candidate (the drill's reference with exact text edits:
+`clause`, `mistake`, `replace = [[old, new], ...]`, optional `within` and `module`). A
+clause candidate is caught only by tests whose own check failed (an AssertionError or
+pytest's Failed: an oracle comparison or a documented-error check), never by an exception
+escaping from the code under test; it needs one such catch, a `semantics` clause two
+(`clauses.SEMANTIC_CATCHES`), and runs every selected test. `--clause-readme README`
+(repeatable) names the READMEs whose graded clauses must each have a clause candidate;
+the report lists clause, mutant and catches per item.
 """
 
 from __future__ import annotations
@@ -53,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidates import VARIABLES, folder_assignments
+from .clauses import Clause, readme_clauses
 from .grading import selected_files
 from .owners import OWNERS
 from .plugin import DEFAULT_TIMEOUT_S
@@ -75,6 +87,8 @@ DRILL_MIN_CATCHES = 2
 DRILL_KNOWN_BAD, DRILL_FAITHFUL = 2, 1
 # A run that takes longer than this is stopped (a candidate hanging while imported).
 RUN_LIMIT_S = 900.0
+# A test's own check failed: the catches a clause mutant may count.
+CHECK_FAILURES = frozenset({"AssertionError", "Failed"})
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,7 @@ class KnownBad:
     expected_owner: str
     scope: str = "contract"
     run: str = "in-process"
+    clause: str = ""  # the one numbered clause it breaks (a clause mutant), else ""
 
     @property
     def suite(self) -> Path:
@@ -130,7 +145,46 @@ def read_known_bad(path: Path) -> KnownBad:
     run = manifest.get("RUN", "in-process")
     if run not in RUNS:
         raise ValueError(f"{path.name}: RUN must be one of {sorted(RUNS)}, got {run!r}")
-    return KnownBad(path, manifest["mistake"], manifest["variable"], owner, scope, run)
+    clause = manifest.get("CLAUSE", "")
+    return KnownBad(path, manifest["mistake"], manifest["variable"], owner, scope, run, clause)
+
+
+def _clause_candidate_source(variable: str, owner: str, mutant: dict, module: str) -> str:
+    """A known-bad candidate file: the reference `module` with the mutant's text edits."""
+    replace = [(str(old), str(new)) for old, new in mutant["replace"]]
+    within = mutant.get("within")
+    return (
+        f"{mutant['mistake']!r}\n\n"
+        "from gptlab_testkit.mutants import export_with, mutated_module\n\n"
+        f"VARIABLE = {variable!r}\nEXPECTED_OWNER = {owner!r}\nCLAUSE = {mutant['clause']!r}\n\n"
+        f"_mutant = mutated_module({module!r}, {replace!r}, within={within!r})\n"
+        f"globals().update(export_with({module!r}, _mutant))\n"
+    )
+
+
+def clause_mutant_candidates(folder: Path, scratch: Path) -> list[KnownBad]:
+    """Every `[[mutant]]` of `folder/<drill id>.toml`, written as a candidate into `scratch`."""
+    import tomllib
+
+    from .candidates import drill_catalogue
+
+    drills = drill_catalogue()
+    candidates: list[KnownBad] = []
+    for path in sorted(folder.glob("*.toml")):
+        drill = drills.get(path.stem.upper())
+        if drill is None:
+            raise ValueError(f"{path}: {path.stem!r} is not a drill id")
+        mutants = tomllib.loads(path.read_text(encoding="utf-8")).get("mutant", [])
+        for number, mutant in enumerate(mutants, 1):
+            missing = {"clause", "mistake", "replace"} - set(mutant)
+            if missing:
+                raise ValueError(f"{path.name} mutant {number} lacks {sorted(missing)}")
+            module = str(mutant.get("module", f"gptlab_drills.{path.stem}"))
+            name = f"bad_{path.stem}_clause_{mutant['clause'].replace('.', '_')}_{number}.py"
+            source = _clause_candidate_source(drill.variable, path.stem, mutant, module)
+            (scratch / name).write_text(source, encoding="utf-8")
+            candidates.append(read_known_bad(scratch / name))
+    return candidates
 
 
 @dataclass
@@ -169,12 +223,14 @@ class Verdict:
         return f"{number}+" if self.stopped else str(number)
 
     def catching(self) -> list[str]:
-        """The node ids of the tests that caught the candidate (see `catches`)."""
+        """The node ids of the tests that caught the candidate (see `catches`); a clause
+        mutant's only where the test's own check failed (CHECK_FAILURES)."""
         return [
             result.nodeid
             for result in self.run.results
             if result.outcome == "failed"
             and (self.candidate.scope == "all" or result.kind == "contract")
+            and (not self.candidate.clause or result.error in CHECK_FAILURES)
         ]
 
     @property
@@ -260,6 +316,46 @@ def drill_coverage(candidates: list[KnownBad], faithful: list[Faithful]) -> list
     return problems
 
 
+def clause_floor(candidate: KnownBad, clauses: dict[str, Clause], min_catches: int) -> int:
+    """A clause mutant's floor: its clause's (1, a semantic clause 2); others' as before."""
+    if candidate.clause:
+        clause = clauses.get(candidate.clause)
+        return clause.catches_needed if clause is not None else 1
+    return candidate.floor(min_catches)
+
+
+def clause_coverage(candidates: list[KnownBad], clauses: dict[str, Clause]) -> list[str]:
+    """Graded clauses without a clause candidate, and candidates naming unknown clauses."""
+    named = {candidate.clause for candidate in candidates if candidate.clause}
+    problems = [
+        f"clause {clause.id} ({clause.kind}) has no one-clause mutant"
+        for clause in clauses.values()
+        if clause.graded and clause.id not in named
+    ]
+    problems += [
+        f"{candidate.path.name}: CLAUSE {candidate.clause!r} is not a clause of "
+        "the --clause-readme files"
+        for candidate in candidates
+        if candidate.clause and clauses and candidate.clause not in clauses
+    ]
+    return problems
+
+
+def clause_rows(verdicts: list[Verdict]) -> list[tuple[object, ...]]:
+    """clause, mutant, catches, verdict: one row per clause mutant, by clause."""
+    rows = [
+        (v.candidate.clause, v.candidate.mistake[:70], v.catches, v.label)
+        for v in verdicts
+        if v.candidate.clause
+    ]
+    return sorted(rows, key=lambda row: _clause_key(str(row[0])))
+
+
+def _clause_key(clause_id: str) -> tuple[str, int]:
+    item, _, number = clause_id.partition(".")
+    return item, int(number) if number.isdigit() else 0
+
+
 def reference_shares(nodeids: set[str], jobs: int) -> list[list[str]]:
     """The catching tests' functions, grouped by file into at most `jobs` shares.
 
@@ -320,6 +416,20 @@ def main(argv: list[str]) -> int:
         help=f"every drill needs {DRILL_KNOWN_BAD} known-bad and {DRILL_FAITHFUL} faithful "
         "candidates (graded with -k too)",
     )
+    parser.add_argument(
+        "--clause-mutants",
+        type=Path,
+        action="append",
+        default=[],
+        help="folder of <drill id>.toml one-clause mutants (repeatable)",
+    )
+    parser.add_argument(
+        "--clause-readme",
+        type=Path,
+        action="append",
+        default=[],
+        help="README whose graded clauses each need a clause mutant (repeatable)",
+    )
     parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
@@ -346,6 +456,14 @@ def main(argv: list[str]) -> int:
         read_known_bad(path)
         for path in sorted(p for folder in args.folders for p in folder.glob("bad_*.py"))
     ]
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix="gptlab-clause-mutants-"))
+    for folder in args.clause_mutants:
+        every += clause_mutant_candidates(folder, scratch)
+    clauses: dict[str, Clause] = {}
+    for readme in args.clause_readme:
+        clauses.update(readme_clauses(readme))
     candidates = [c for c in every if args.only in c.path.stem]
     if not candidates:
         print(f"known_bad: no bad_*.py candidates in {args.folders}", file=sys.stderr)
@@ -354,6 +472,7 @@ def main(argv: list[str]) -> int:
     faithful = [c for c in every_faithful if args.only in c.path.stem]
     # Counted over every candidate, so -k narrows what is graded, not what is required.
     coverage = drill_coverage(every, every_faithful) if args.per_drill else []
+    coverage += clause_coverage(every, clauses)
     root = Path.cwd()
 
     started = time.perf_counter()
@@ -368,9 +487,10 @@ def main(argv: list[str]) -> int:
     for candidate in candidates:
         files = own_suite_first(selected_files(root, {candidate.variable}), candidate)
         env = {candidate.variable: str(candidate.path.resolve())}
+        # A clause mutant counts only some failures: it runs every selected test.
         stop = (
             ()
-            if args.full_counts
+            if args.full_counts or candidate.clause
             else (_stop_option(candidate, candidate.floor(args.min_catches)),)
         )
         start = _run(files, env, candidate.scope, candidate.run, extra=stop)
@@ -380,7 +500,11 @@ def main(argv: list[str]) -> int:
     jobs += [(c.path.stem, s, n) for c, s, n in must_fail]
     runs = _run_all(jobs, args.jobs)
     verdicts = [
-        Verdict(candidate, runs[len(must_pass) + index], candidate.floor(args.min_catches))
+        Verdict(
+            candidate,
+            runs[len(must_pass) + index],
+            clause_floor(candidate, clauses, args.min_catches),
+        )
         for index, (candidate, _, _) in enumerate(must_fail)
     ]
     # Last, the references on every test that caught something.
@@ -425,6 +549,10 @@ def main(argv: list[str]) -> int:
                 f"{verdict.candidate.path.name} ({verdict.candidate.mistake}) was not caught"
                 f" with selection on: {verdict.label}\n{verdict.run.output[-2000:]}"
             )
+    if any(v.candidate.clause for v in verdicts):
+        print("\nclause mutants (catches: tests whose own check failed):")
+        for line in table(("clause", "mutant", "catches", "verdict"), clause_rows(verdicts)):
+            print(f"  {line}")
     fewest = sorted(verdicts, key=lambda v: (v.catches, v.candidate.path.stem))[:8]
     print("\nfewest catches: " + ", ".join(f"{v.candidate.path.stem} {v.catches}" for v in fewest))
     drill_floor = min(args.min_catches, DRILL_MIN_CATCHES)
@@ -443,8 +571,8 @@ def main(argv: list[str]) -> int:
     print(f"known-bad caught: {caught}/{len(verdicts)} ({rule})  ({elapsed:.0f} s)")
     if faithful:
         print(f"faithful candidates graded: {len(faithful)} (each must pass)")
-    if args.per_drill:
-        print(f"drills without enough candidates: {len(coverage)}")
+    if args.per_drill or clauses:
+        print(f"drills or clauses without enough candidates: {len(coverage)}")
         problems += coverage
     for problem in problems:
         print(f"\n{problem}", file=sys.stderr)

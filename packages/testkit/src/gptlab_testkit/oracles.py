@@ -166,3 +166,18 @@ def supplied_test_outcomes(test_file: object, variable: str, module: str) -> dic
 
 
 __all__ += ["supplied_test_outcomes"]
+
+
+def assert_binds(function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """`function`'s signature takes these arguments (a signature clause's check): a
+    missing default or a renamed or keyword-only parameter fails as an assertion,
+    not as a TypeError from the call."""
+    import inspect
+
+    try:
+        inspect.signature(function).bind(*args, **kwargs)
+    except TypeError as error:
+        raise AssertionError(f"{function.__name__} does not take this call: {error}") from error
+
+
+__all__ += ["assert_binds"]

@@ -214,6 +214,7 @@ def _result_for(item: pytest.Item) -> TestResult | str:
         kind="contract" if kinds[0] == "contract" else "extension",
         tiers=tuple(tier for tier in TIERS if item.get_closest_marker(tier)),
         variables=variables_of(Path(item.path)),
+        clauses=tuple(str(arg) for marker in item.iter_markers("clause") for arg in marker.args),
     )
 
 
@@ -355,6 +356,9 @@ class GptlabSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report = yield
         result = self.results.get(item.nodeid)
+        if report.failed and call.excinfo is not None:
+            # Travels with the report (pytest serializes extra attributes) to whoever records it.
+            report.gptlab_error = call.excinfo.typename
         if report.failed and result is not None and call.excinfo is not None:
             reason = one_line_reason(report)
             if reason.startswith("timed out after"):
@@ -391,6 +395,7 @@ class GptlabSession:
         if report.failed:
             if result.outcome != "failed":
                 result.reason = one_line_reason(report)
+                result.error = str(getattr(report, "gptlab_error", ""))
             result.outcome = "failed"
             self._stop_if_caught()
         elif report.skipped and result.outcome != "failed":

@@ -68,10 +68,12 @@ def scorecard_lines(results: Sequence[TestResult], not_rerun: Sequence[str] = ()
 def routing_lines(results: Sequence[TestResult]) -> list[str]:
     """For each owner with failures: its mechanism, the repair target and the failed tests."""
     failed: dict[str, list[str]] = defaultdict(list)
+    broken: dict[str, set[str]] = defaultdict(set)
     for result in results:
         if result.outcome == "failed":
             line = f"{result.nodeid}: {result.reason}" if result.reason else result.nodeid
             failed[result.owner].append(line)
+            broken[result.owner].update(result.clauses)
     lines: list[str] = []
     for key in sorted(failed, key=lambda k: (OWNERS[k].package, k) if k in OWNERS else ("", k)):
         owner = OWNERS.get(key)
@@ -82,9 +84,16 @@ def routing_lines(results: Sequence[TestResult]) -> list[str]:
             lines.append(f"    repair: {owner.repair}")
             if owner.drills and owner.package != "drills":
                 lines.append(f"    drills: {drill_labels(owner.drills)}")
+        if broken[key]:
+            lines.append(f"    clauses broken: {', '.join(sorted(broken[key], key=_clause_order))}")
         for line in failed[key]:
             lines.append(f"    - {line}")
     return lines
+
+
+def _clause_order(clause_id: str) -> tuple[str, int]:
+    item, _, number = clause_id.partition(".")
+    return item, int(number) if number.isdigit() else 0
 
 
 def drill_labels(drill_ids: Sequence[str]) -> str:

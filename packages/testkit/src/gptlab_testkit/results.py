@@ -25,6 +25,10 @@ class TestResult:
     duration: float = 0.0  # seconds: setup + call + teardown
     reason: str = ""  # one line: why it failed or was skipped
     variables: tuple[str, ...] = ()  # the implementation variables the test exercises
+    clauses: tuple[str, ...] = ()  # the numbered contract clauses the test checks (P05.3)
+    # The failure's exception class: "AssertionError" (or pytest's "Failed") when the test's
+    # own check failed, another name when an exception escaped from the code under test.
+    error: str = ""
 
     __test__ = False  # not a pytest test class
 
@@ -50,7 +54,14 @@ def records_payload(results: list[TestResult]) -> list[dict[str, object]]:
 
 def results_from(rows: list[dict[str, object]]) -> list[TestResult]:
     return [
-        TestResult(**{**row, "tiers": tuple(row["tiers"]), "variables": tuple(row["variables"])})  # type: ignore[arg-type]
+        TestResult(
+            **{  # type: ignore[arg-type]
+                **row,
+                "tiers": tuple(row["tiers"]),  # type: ignore[arg-type]
+                "variables": tuple(row["variables"]),  # type: ignore[arg-type]
+                "clauses": tuple(row.get("clauses", ())),  # type: ignore[arg-type]
+            }
+        )
         for row in rows
     ]
 

@@ -1,0 +1,170 @@
+"""Numbered contract clauses: read them from a README, find the tests that name them.
+
+A contract states its rules as numbered clauses, one bullet line each::
+
+    - **P05.2** (semantics) `key_length` defaults to `query_length` (square prefill).
+    - **P05.9** (not graded) the fill value of a blocked entry ...
+
+and every contract test names the clauses it checks with ``@pytest.mark.clause("P05.2")``.
+This module is the one reader of both, for the traceability tests (every graded clause
+has a test, every named clause exists), the known-bad ladder (every graded clause has a
+proved one-clause mutant) and the scorecard (a failure names the clauses it broke).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+KINDS = (
+    "signature",
+    "shape",
+    "dtype",
+    "semantics",
+    "rejection",
+    "aliasing",
+    "determinism",
+    "not graded",
+)
+NOT_GRADED = "not graded"
+# A semantic clause's mutant must fail this many tests; any other graded clause's, one.
+SEMANTIC_CATCHES = 2
+
+CLAUSE_LINE = re.compile(
+    r"^- \*\*(?P<id>(?:P\d\d|PT\d\d|M02)\.\d+)\*\* "
+    r"\((?P<kind>" + "|".join(KINDS) + r")\) (?P<text>\S.*)$"
+)
+CLAUSE_ID = re.compile(r"^(?P<item>P\d\d|PT\d\d|M02)\.(?P<number>[1-9]\d*)$")
+
+
+@dataclass(frozen=True)
+class Clause:
+    id: str
+    kind: str
+    text: str
+
+    @property
+    def item(self) -> str:
+        """The drill or build the clause belongs to: P05, PT17, M02."""
+        return self.id.split(".", 1)[0]
+
+    @property
+    def graded(self) -> bool:
+        return self.kind != NOT_GRADED
+
+    @property
+    def catches_needed(self) -> int:
+        return SEMANTIC_CATCHES if self.kind == "semantics" else 1
+
+
+class ClauseError(ValueError):
+    """A clause list that breaks its own format (a duplicate or a gap in the numbering)."""
+
+
+def readme_clauses(readme: Path) -> dict[str, Clause]:
+    """Every clause line of a README, by id; duplicates and numbering gaps are errors."""
+    found: dict[str, Clause] = {}
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        match = CLAUSE_LINE.match(line)
+        if match is None:
+            continue
+        clause = Clause(match["id"], match["kind"], match["text"])
+        if clause.id in found:
+            raise ClauseError(f"{readme.name}: clause {clause.id} is stated twice")
+        found[clause.id] = clause
+    for item in sorted({clause.item for clause in found.values()}):
+        numbers = sorted(int(c.id.split(".")[1]) for c in found.values() if c.item == item)
+        if numbers != list(range(1, len(numbers) + 1)):
+            raise ClauseError(f"{readme.name}: {item}'s clauses are not numbered 1..n: {numbers}")
+    return found
+
+
+def clauses_of(readme: Path, item: str) -> dict[str, Clause]:
+    """The clauses of one drill or build (``P05``, ``M02``), upper case."""
+    return {k: c for k, c in readme_clauses(readme).items() if c.item == item.upper()}
+
+
+def clause_ids(args: Iterable[object]) -> tuple[str, ...]:
+    """The ids a ``clause(...)`` marker names, checked for shape."""
+    ids = tuple(str(arg) for arg in args)
+    for clause_id in ids:
+        if CLAUSE_ID.match(clause_id) is None:
+            raise ClauseError(f"clause marker names {clause_id!r}: want an id like P05.3")
+    return ids
+
+
+@dataclass(frozen=True)
+class MarkedTest:
+    """A test function and the clauses its ``clause(...)`` decorators name."""
+
+    path: Path
+    name: str
+    clauses: tuple[str, ...]
+
+
+def _clause_marker_args(decorator: ast.expr) -> list[str] | None:
+    """The string arguments of ``pytest.mark.clause(...)``, or None for another decorator."""
+    if not isinstance(decorator, ast.Call):
+        return None
+    func = decorator.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "clause"):
+        return None
+    return [arg.value for arg in decorator.args if isinstance(arg, ast.Constant)]  # type: ignore[misc]
+
+
+def marked_tests(folder: Path) -> list[MarkedTest]:
+    """Every ``test_*`` function (module level or in a ``Test*`` class) of ``test_*.py``
+    files under ``folder``, read without importing them."""
+    tests: list[MarkedTest] = []
+    for path in sorted(folder.rglob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        bodies = [tree.body] + [
+            node.body
+            for node in tree.body
+            if isinstance(node, ast.ClassDef) and node.name.startswith("Test")
+        ]
+        for body in bodies:
+            for node in body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                    node.name.startswith("test_")
+                ):
+                    named: list[str] = []
+                    for decorator in node.decorator_list:
+                        named += _clause_marker_args(decorator) or []
+                    tests.append(MarkedTest(path, node.name, tuple(named)))
+    return tests
+
+
+def traceability_problems(clauses: dict[str, Clause], tests: list[MarkedTest]) -> list[str]:
+    """What breaks "every graded clause has a test and every test names real clauses"."""
+    problems = [f"{t.path.name}::{t.name} names no clause" for t in tests if not t.clauses]
+    named: set[str] = set()
+    for test in tests:
+        for clause_id in test.clauses:
+            named.add(clause_id)
+            if clause_id not in clauses:
+                problems.append(f"{test.path.name}::{test.name} names {clause_id}: no such clause")
+    problems += [
+        f"{clause.id} ({clause.kind}) has no test: {clause.text[:80]}"
+        for clause in clauses.values()
+        if clause.graded and clause.id not in named
+    ]
+    return problems
+
+
+__all__ = [
+    "KINDS",
+    "NOT_GRADED",
+    "SEMANTIC_CATCHES",
+    "Clause",
+    "ClauseError",
+    "MarkedTest",
+    "clause_ids",
+    "clauses_of",
+    "marked_tests",
+    "readme_clauses",
+    "traceability_problems",
+]
