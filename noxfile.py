@@ -56,10 +56,19 @@ EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills")
 SLICE_PACKAGES = RUNTIME_PACKAGES[2:]  # the inference-state slice after the base models
 
 
-def _shared_torch() -> Path:
-    """Install the local CPU torch once per machine into a plain directory."""
-    marker = TORCH_SITE / ".complete"
-    if not marker.exists():
+# The newest torch these machines install (a CUDA build, run on the CPU), with the oldest
+# numpy the packages accept: `nox -s newest_torch` runs the suites on it.
+NEWEST_TORCH = ("torch==2.14.1", "numpy==1.26.4")
+NEWEST_TORCH_SITE = ROOT / ".nox" / "_torch_newest"
+
+
+def _shared_torch(
+    requirements: tuple[str, ...] = (TORCH_REQUIREMENT, "numpy"), site: Path = TORCH_SITE
+) -> Path:
+    """Install a torch (the local CPU build by default) once per machine into a plain directory."""
+    marker = site / ".complete"
+    wanted = " ".join(requirements) + "\n"
+    if not marker.exists() or marker.read_text() not in (wanted, requirements[0] + "\n"):
         import subprocess
 
         subprocess.run(
@@ -71,26 +80,26 @@ def _shared_torch() -> Path:
                 "--quiet",
                 "--disable-pip-version-check",
                 "--target",
-                str(TORCH_SITE),
+                str(site),
                 "--upgrade",
-                TORCH_REQUIREMENT,
-                "numpy",
+                *requirements,
             ],
             check=True,
         )
-        marker.write_text(TORCH_REQUIREMENT + "\n")
-    return TORCH_SITE
+        marker.write_text(wanted)
+    return site
 
 
-def _link_torch(session: nox.Session) -> None:
-    site = session.run(
+def _link_torch(session: nox.Session, site: Path | None = None) -> None:
+    purelib = session.run(
         "python",
         "-c",
         "import sysconfig; print(sysconfig.get_paths()['purelib'])",
         silent=True,
     )
-    assert isinstance(site, str)
-    Path(site.strip(), "_gptlab_shared_torch.pth").write_text(f"{_shared_torch()}\n")
+    assert isinstance(purelib, str)
+    torch_site = site if site is not None else _shared_torch()
+    Path(purelib.strip(), "_gptlab_shared_torch.pth").write_text(f"{torch_site}\n")
 
 
 # uv resolves every requirement itself and would fetch a multi-GB CUDA torch from the index;
@@ -107,7 +116,16 @@ def _torch_overrides() -> Path:
     return path
 
 
-SKIPPED_DIRS = {"tests", "__pycache__", "build", "dist", ".pytest_cache", ".mypy_cache"}
+# Not sources: tests (never installed), build output and every tool's cache. Hidden
+# names are caches too (.hypothesis, .pytest_cache, .mypy_cache, .ruff_cache, .coverage,
+# ...): a test run inside a package must not make every later session reinstall.
+SKIPPED_DIRS = {"tests", "__pycache__", "build", "dist", "mutants", "htmlcov", "node_modules"}
+SKIPPED_SUFFIXES = (".egg-info", ".pyc", ".pyo")
+
+
+def _is_source(name: str) -> bool:
+    """A file or folder name that can be part of an installed package."""
+    return not (name.startswith(".") or name in SKIPPED_DIRS or name.endswith(SKIPPED_SUFFIXES))
 
 
 @functools.cache
@@ -115,10 +133,8 @@ def _sources_digest() -> str:
     """Every installable file of every package: an edit anywhere reinstalls this repo's packages."""
     digest = hashlib.sha256()
     for folder, subfolders, files in os.walk(PACKAGES_DIR):
-        subfolders[:] = sorted(
-            d for d in subfolders if d not in SKIPPED_DIRS and not d.endswith(".egg-info")
-        )
-        for name in sorted(files):
+        subfolders[:] = sorted(d for d in subfolders if _is_source(d))
+        for name in sorted(filter(_is_source, files)):
             path = Path(folder, name)
             digest.update(str(path.relative_to(PACKAGES_DIR)).encode() + b"\0")
             digest.update(path.read_bytes())
@@ -203,9 +219,11 @@ def _no_install(session: nox.Session) -> bool:
     return bool(getattr(config, "no_install", False))
 
 
-def install_packages(session: nox.Session, *names: str, extras: str = "test") -> None:
+def install_packages(
+    session: nox.Session, *names: str, extras: str = "test", torch_site: Path | None = None
+) -> None:
     """Install packages from this repository (never from an index) over the shared torch."""
-    _link_torch(session)
+    _link_torch(session, torch_site)
     suffix = f"[{extras}]" if extras else ""
     _install(session, *(f"{PACKAGES_DIR / name}{suffix}" for name in names), local=True)
 
@@ -335,6 +353,26 @@ def known_bad(session: nox.Session) -> None:
 
 
 @nox.session
+def keeps_torch(session: nox.Session) -> None:
+    """Installing any package (alone or all together) keeps the torch and numpy already there."""
+    session.run("python", "tools/keeps_torch.py", *session.posargs)
+
+
+@nox.session(default=False)
+def newest_torch(session: nox.Session) -> None:
+    """Every package's and drill's contract suite on the newest torch (2.14.1) and the oldest
+    numpy the packages accept, and each package imported under -W error there."""
+    site = _shared_torch(NEWEST_TORCH, NEWEST_TORCH_SITE)
+    install_packages(session, *RUNTIME_PACKAGES, "drills", torch_site=site)
+    session.run("python", "-c", "import torch, numpy; print(torch.__version__, numpy.__version__)")
+    for name in (*RUNTIME_PACKAGES, "drills", "testkit"):
+        module = IMPORT_NAMES.get(name, name)
+        session.run("python", "-W", "error", "-c", f"import {module}", silent=True)
+    suites = [str(PACKAGES_DIR / name / "tests") for name in (*RUNTIME_PACKAGES, "drills")]
+    session.run("pytest", *suites, "-m", "contract", "-q", *session.posargs)
+
+
+@nox.session
 def interop(session: nox.Session) -> None:
     """Equality with Hugging Face transformers (GPT-2 and Llama) on small random configs."""
     install_packages(session, "tinygpt", "modern_lm", "cache_aware_lm", extras="test,hf")
@@ -411,6 +449,19 @@ def _bench_outputs() -> dict[str, str]:
         for p in paths
         if p.exists()
     }
+
+
+MUTMUT_REQUIREMENT = "mutmut==3.8.1"  # gptlab_testkit.mutation reads its result files
+
+
+@nox.session(default=False)
+def mutation(session: nox.Session) -> None:
+    """mutmut on references against their contract tests, every survivor accounted for:
+    `-- p13` one drill, no argument every drill, modern_lm and the six; `-- --changed`
+    only targets whose stamp is stale (what CI runs)."""
+    install_packages(session, *RUNTIME_PACKAGES, "drills")
+    _install(session, MUTMUT_REQUIREMENT)
+    session.run("python", "-m", "gptlab_testkit.mutation", *session.posargs)
 
 
 @nox.session
