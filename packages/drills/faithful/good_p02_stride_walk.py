@@ -1,11 +1,19 @@
 """A stranger's P02 from the README contract alone: compute the would-be strides of the new
 shape by walking both shapes from the innermost dim, as the view rule describes."""
 
+import torch
+
 VARIABLE = "DRILL_P02_MODULE"
 
 
 def can_view_without_copy(x, new_shape):
-    new_shape = [int(s) for s in new_shape]
+    if not torch.is_tensor(x):
+        raise TypeError(f"x must be a tensor, got {type(x)!r}")
+    if not isinstance(new_shape, (tuple, list, torch.Size)):
+        raise TypeError(f"new_shape must be a tuple or list of ints, got {new_shape!r}")
+    if not all(type(s) is int for s in new_shape):
+        raise TypeError(f"new_shape must hold ints, got {new_shape!r}")
+    new_shape = list(new_shape)
     total = 1
     for s in new_shape:
         if s < 0:

@@ -15,6 +15,8 @@ def top_p_filter(logits, p):
         raise ValueError(f"p must be a number in (0, 1], got {p!r}")
     if not torch.is_tensor(logits) or not logits.is_floating_point():
         raise ValueError("logits must be a floating tensor")
+    if logits.dim() == 0 or logits.shape[-1] == 0:
+        raise ValueError(f"logits needs a vocabulary of at least one token: {tuple(logits.shape)}")
     if p == 1:
         return logits.clone()
     asc, _ = logits.float().sort(dim=-1)

@@ -16,10 +16,27 @@ def _reject_rows(logits):
         raise ValueError(f"logits: row {int(bad[0])} cannot be sampled")
 
 
+def _reject_kinds(temperature, top_k, top_p, generator):
+    number = (int, float)
+    if isinstance(temperature, bool) or not isinstance(temperature, number):
+        raise TypeError(f"temperature must be a number, not {type(temperature).__name__}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
+        raise TypeError(f"top_k must be an int, not {type(top_k).__name__}")
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, number)):
+        raise TypeError(f"top_p must be a number, not {type(top_p).__name__}")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, not {type(generator).__name__}")
+
+
 @torch.inference_mode()
 def sample_next_token(logits, *, temperature, top_k=None, top_p=None, generator):
     if not torch.is_tensor(logits) or logits.ndim != 2 or not logits.is_floating_point():
         raise ValueError("logits must be a float [B, V] tensor")
+    if 0 in logits.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} has no row or no token")
+    _reject_kinds(temperature, top_k, top_p, generator)
+    if generator.device != logits.device:
+        raise ValueError(f"generator on {generator.device} cannot draw for logits on {logits.device}")
     _reject_rows(logits)
     vocab = logits.shape[1]
     if top_p is not None and not (0 < top_p <= 1):

@@ -29,6 +29,8 @@ def _autograd_ok(y):
 def probe_inference_state(module, x):
     if not torch.is_tensor(x):
         raise ValueError(f"x must be a tensor, not {type(x).__name__}")
+    if x.is_meta:
+        raise ValueError("x has no values (meta)")
     if not isinstance(module, torch.nn.Module):
         raise ValueError(f"module must be an nn.Module, not {type(module).__name__}")
     modes = dict(module.named_modules())
@@ -41,7 +43,10 @@ def probe_inference_state(module, x):
     try:
         module.train(False)
         with torch.inference_mode():
-            plain = module(x).clone()
+            plain = module(x)
+        if not (torch.is_tensor(plain) and plain.dtype.is_floating_point):
+            raise ValueError(f"module returned {type(plain).__name__}, not one float tensor")
+        plain = plain.clone()
         out = {}
         for training in (True, False):
             module.train(training)

@@ -8,11 +8,21 @@ VARIABLE = "DRILL_P18_MODULE"
 
 def reference_attention(q, k, v, attn_mask=None, *, is_causal=False, scale=None):
     if attn_mask is not None:
+        if not torch.is_tensor(attn_mask):
+            raise TypeError("attn_mask must be a tensor")
+        if attn_mask.dtype != torch.bool and not attn_mask.dtype.is_floating_point:
+            raise TypeError(f"attn_mask of {attn_mask.dtype} is neither bool nor float")
         if attn_mask.ndim > 4:
             raise ValueError("attn_mask has too many dims")
+    if type(is_causal) is not bool:
+        raise TypeError(f"is_causal={is_causal!r} is not a bool")
+    if scale is not None and (type(scale) not in (int, float) or scale != scale or abs(scale) == float("inf")):
+        raise ValueError(f"scale={scale!r} is not a finite number")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.ndim != 4:
             raise ValueError(f"{name} must be [B, H, T, D]")
+        if t.dtype != q.dtype or not t.dtype.is_floating_point:
+            raise ValueError(f"{name} has dtype {t.dtype}; q has {q.dtype}")
     b, hq, L, d = q.shape
     _, hkv, S, dk = k.shape
     if hq % hkv:

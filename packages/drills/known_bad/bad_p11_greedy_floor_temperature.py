@@ -9,7 +9,7 @@ p11 = mutated_module(
     "gptlab_drills.p11",
     [
         ("    if temperature == 0:\n        return logits.argmax(dim=-1)\n", ""),
-        ("logits.float() / temperature", "logits.float() / max(temperature, 1e-5)"),
+        ("/ temperature", "/ max(temperature, 1e-5)"),
     ],
     within="sample_next_token",
 )

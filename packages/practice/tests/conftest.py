@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,25 @@ def practise(home: Path, clock: FakeClock, capsys: pytest.CaptureFixture[str]) -
         return Run(code, captured.out, captured.err)
 
     return run
+
+
+@cache
+def _partial_attempts() -> object:
+    """tests/partial_attempts.py (test folders are not packages: loaded by path)."""
+    spec = importlib.util.spec_from_file_location(
+        "practice_partial_attempts", Path(__file__).with_name("partial_attempts.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def partial_attempt() -> Callable[[str, int], str]:
+    """partial_attempt("kv_cache", 3): the attempt text after building stages 1..3 only."""
+    build: Callable[[str, int], str] = _partial_attempts().partial  # type: ignore[attr-defined]
+    return build
 
 
 def pytest_configure(config: pytest.Config) -> None:

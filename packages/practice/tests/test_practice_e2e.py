@@ -112,7 +112,7 @@ def test_prefix_cache_stages_and_a_learned_re_solve(
     clock.advance(minutes=5)
     assert practise("check", "--all").code == 0  # 4 stages, the last in kv_cache's suite
     status = practise("status")
-    assert "not yet: attempt 1 is the first" in status.out
+    assert "prefix_cache not learned yet: attempt 1 is the first" in status.out
 
     clock.advance(days=1)
     again = practise("start", "prefix_cache")
@@ -127,7 +127,7 @@ def test_prefix_cache_stages_and_a_learned_re_solve(
     assert practise("check", "--all").code == 0
     status = practise("status")
     line = next(line for line in status.out.splitlines() if line.startswith("prefix_cache"))
-    assert "yes: attempt 2, 2026-12-02" in line
+    assert "yes (attempt 2, 2026-12-02)" in line
     assert rows(home, "SELECT id, status, reference_opened_at IS NOT NULL FROM attempts") == [
         (1, "done", 1),
         (2, "done", 0),

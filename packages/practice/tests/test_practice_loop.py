@@ -93,17 +93,21 @@ def test_fail_repair_in_pt17_resume_finish_and_learn_on_a_later_day(
     # 45 minutes on the wall since stage 5 opened, 30 of them in PT17: 15 on its clock
     assert "tinygpt stage 5/7: PASS" in done.out and "15m00s of 45m" in done.out
     assert "every stage passed" in done.out
+    # one message about the next re-solve: the kit's spacing after the miss, as `due` says it
+    same_day = "later the same day, after an unrelated task"
+    assert f"Next re-solve: 2026-12-01, {same_day}, from an empty file" in done.out
     assert rows(home, "SELECT mechanism, kind, repair_of FROM attempts") == [
         ("tinygpt", "mechanism", None),
         ("PT17", "drill", 1),
     ]
 
     due = practise("due")
-    assert "2026-12-01  tinygpt: same day re-solve after an unrelated task" in due.out
+    assert f"2026-12-01  tinygpt: re-solve {same_day}, from an empty file" in due.out
     assert "tinygpt attempt 1, rectangular_mask" in due.out
     status = practise("status").out
     line = next(line for line in status.splitlines() if line.startswith("tinygpt"))
-    assert "2026-12-01 (same day)" in line and "not yet: attempt 1 is the first" in line
+    assert "2026-12-01 (same day)" in line and "not yet" in line
+    assert "note: tinygpt not learned yet: attempt 1 is the first" in status
 
     clock.advance(days=1)
     assert practise("start", "tinygpt").code == 0
@@ -113,9 +117,9 @@ def test_fail_repair_in_pt17_resume_finish_and_learn_on_a_later_day(
     assert again.code == 0, again.out
     assert "ledger: not filled" not in again.out
     line = next(line for line in practise("status").out.splitlines() if line.startswith("tinygpt"))
-    assert "yes: attempt 2, 2026-12-02" in line
+    assert "yes (attempt 2, 2026-12-02)" in line
     assert "2026-12-02 (next day)" in line  # the overdue same-day one was done today
-    assert "2026-12-02  tinygpt: next day re-solve" in practise("due").out
+    assert "2026-12-02  tinygpt: re-solve the next day" in practise("due").out
 
 
 def test_a_drill_miss_with_its_probes_answered(
@@ -157,7 +161,7 @@ def test_a_drill_miss_with_its_probes_answered(
         ("done", "2026-12-02T10:05:00+00:00")  # finished when it passed
     ]
     line = next(line for line in practise("status").out.splitlines() if line.startswith("P19"))
-    assert "yes: attempt 2, 2026-12-02" in line and "2026-12-02 (next day)" in line
+    assert "yes (attempt 2, 2026-12-02)" in line and "2026-12-02 (next day)" in line
 
 
 def test_a_debug_case_starts_from_its_artifact_and_its_bug_is_not_the_learners_decision(

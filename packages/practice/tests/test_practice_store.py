@@ -76,7 +76,8 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path: Path) -> None:
     with Store(tmp_path / "practice.sqlite3") as store:
         attempt = store.start_attempt("tinygpt", tmp_path / "a.py", NOW, 10, 7)
         check = store.begin_check(attempt, 1, NOW)
-        with pytest.raises(KeyError):  # no budget for the stage a pass would open
+        # no budget for the stage a pass would open: a damaged record, rolled back whole
+        with pytest.raises(StoreError, match="damaged"):
             store.finish_check(check, [(1, "passed", 3, 0, None, "")], 1.0, NOW, {}, None)
         assert [c.outcome for c in store.checks(attempt)] == ["running"]
         assert [s.passed_at for s in store.stages(attempt)] == [None]

@@ -161,6 +161,7 @@ def test_a_swapped_candidate_turns_the_grading_protections_on(
     attempt = pytester.path / "attempt.py"
     attempt.write_text("def append_kv_cache():\n    pass\n\nclass KVCache:\n    pass\n")
     monkeypatch.setenv("KV_CACHE_MODULE", str(attempt))
+    pytester.makefile(".ini", pytest="[pytest]\ngptlab = true\n")  # a gptlab suite
     pytester.makepyfile(
         test_protected=PROTECTIONS.format(expected=expected, here=str(pytester.path))
     )

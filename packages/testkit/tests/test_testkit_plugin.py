@@ -6,6 +6,13 @@ import pytest
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
+
+@pytest.fixture(autouse=True)
+def _a_gptlab_suite(pytester: pytest.Pytester) -> None:
+    """Each suite here stands for one of this project's: it asks for the plugin as the
+    repository's pyproject.toml does (elsewhere the plugin stays out: test_testkit_opt_in)."""
+    pytester.makefile(".ini", pytest="[pytest]\ngptlab = true\n")
+
 ROUTED = """
 import pytest
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import Tensor
 
 
@@ -22,6 +23,9 @@ def stride_report(x: Tensor) -> dict[str, Any]:
     """The metadata of x, read off the tensor itself (nothing is copied or computed)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.layout != torch.strided:
+        # A sparse tensor has no strides and no data pointer of its own to report.
+        raise ValueError(f"x must be a strided tensor, got layout {x.layout}")
     return {
         "shape": tuple(x.shape),
         "stride": tuple(x.stride()),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import torch
 from torch import Tensor
 
 
@@ -54,6 +55,8 @@ def _chunks(x: Tensor) -> list[int]:
 def _check(x: Tensor, new_shape: Sequence[int]) -> list[int]:
     if not isinstance(x, Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.layout != torch.strided:
+        raise ValueError(f"x must be a strided tensor, got layout {x.layout}")
     if isinstance(new_shape, (str, bytes)) or not isinstance(new_shape, Sequence):
         raise TypeError(f"new_shape must be a sequence of ints, got {type(new_shape).__name__}")
     sizes = list(new_shape)

@@ -22,6 +22,8 @@ def split_heads(x: Tensor, heads: int) -> Tensor:
     if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
         raise ValueError(f"heads must be a positive int, got {heads!r}")
     B, T, C = x.shape
+    if C == 0:
+        raise ValueError(f"x has no channels to split into heads, got {described(x)}")
     if C % heads:
         raise ValueError(f"heads = {heads} does not divide x's channel count C = {C}")
     # Cut the channel axis into [H, D] first (channels stay where they are), then move

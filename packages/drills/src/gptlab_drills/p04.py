@@ -24,6 +24,8 @@ def repeat_kv_for_gqa(kv: Tensor, query_heads: int) -> Tensor:
     B, Hkv, T, D = kv.shape
     if Hkv == 0 or query_heads % Hkv:
         raise ValueError(f"query_heads = {query_heads} is not a multiple of kv's {Hkv} heads")
+    if B * query_heads * T * D >= 2**63:
+        raise ValueError(f"query_heads = {query_heads} gives more elements than int64 counts")
     group = query_heads // Hkv
     if group == 1:
         return kv  # nothing to repeat: the caller gets kv itself (read-only by contract)

@@ -22,6 +22,8 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     """logits outside each row's nucleus set to -inf (a new tensor, logits' dtype)."""
     if not isinstance(logits, Tensor) or logits.dim() < 1 or not logits.is_floating_point():
         raise ValueError(f"logits must be a floating tensor [B, V], got {described(logits)}")
+    if logits.shape[-1] == 0:  # no token to keep: the nucleus is never empty
+        raise ValueError(f"logits must have at least one token (V >= 1), got {described(logits)}")
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise TypeError(f"p must be a float, got {type(p).__name__}")
     if not (math.isfinite(p) and 0.0 < p <= 1.0):

@@ -33,7 +33,10 @@ def sample_next_token(
     _check(logits, temperature, top_k, top_p, generator)
     if temperature == 0:
         return logits.argmax(dim=-1)
-    scaled = logits.float() / temperature  # fp32: half logits overflow when divided by T < 1
+    # fp32, shifted by the row maximum first: half logits overflow when divided by T < 1, and
+    # a tiny T sends x / T to inf (a NaN softmax); x - max <= 0 only ever underflows to -inf.
+    wide = logits.float()
+    scaled = (wide - wide.amax(dim=-1, keepdim=True)) / temperature
     if top_k is not None and top_k > 0:
         scaled = top_k_filter(scaled, top_k)
     if top_p is not None:

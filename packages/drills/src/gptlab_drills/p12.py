@@ -49,16 +49,24 @@ def _check(
         raise ValueError(f"logits must be a floating [B, K, V] tensor, got {described(logits)}")
     if logits.shape[:2] != scores.shape or logits.shape[2] == 0:
         raise ValueError(f"logits {tuple(logits.shape)} do not fit scores {tuple(scores.shape)}")
+    for name, tensor in (("scores", scores), ("logits", logits), ("finished", finished)):
+        if isinstance(tensor, Tensor) and tensor.device != scores.device or scores.is_meta:
+            raise ValueError(f"{name} must be on scores' device, not meta: {described(tensor)}")
     if torch.isnan(scores).any() or (scores == math.inf).any():
         raise ValueError("scores must not hold NaN or +inf (-inf marks an unused beam)")
-    if torch.isnan(logits).any():
-        raise ValueError("logits must not hold NaN")
+    live = torch.ones_like(scores, dtype=torch.bool)
+    if finished is not None:
+        if not isinstance(finished, Tensor) or finished.dtype != torch.bool:
+            raise ValueError(f"finished must be a bool tensor, got {described(finished)}")
+        if finished.shape != scores.shape:
+            raise ValueError(f"finished {tuple(finished.shape)} must match scores' shape")
+        live = ~finished
+    # A NaN or +inf logit, or a live beam with no finite logit, has no log-probabilities.
+    empty = ~torch.isfinite(logits).any(dim=-1) & live
+    if torch.isnan(logits).any() or (logits == math.inf).any() or empty.any():
+        raise ValueError("logits must not hold NaN or +inf, nor a live beam with no finite logit")
     if finished is None:
         return
-    if not isinstance(finished, Tensor) or finished.dtype != torch.bool:
-        raise ValueError(f"finished must be a bool tensor, got {described(finished)}")
-    if finished.shape != scores.shape:
-        raise ValueError(f"finished {tuple(finished.shape)} must match scores' shape")
     V = logits.shape[2]
     if isinstance(eos_token_id, bool) or not isinstance(eos_token_id, int):
         raise ValueError(f"eos_token_id must be an int when finished is given: {eos_token_id!r}")

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import Tensor, nn
 
+from ._describe import described
+
 MODULE_MODES = ("train", "eval")
 GRAD_MODES = ("grad", "no_grad", "inference_mode")
 
@@ -47,10 +49,15 @@ def probe_inference_state(module: nn.Module, x: Tensor) -> Report:
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     if not isinstance(x, Tensor):
         raise TypeError(f"x must be a Tensor, got {type(x).__name__}")
+    if x.device.type == "meta":  # no values: nothing could be observed
+        raise ValueError("x is a meta tensor; the probe compares values")
     report: Report = {}
     with _modes_restored(module):
         with torch.no_grad():
-            baseline = module.eval()(x).detach().clone()  # deterministic reference output
+            baseline = module.eval()(x)
+        if not isinstance(baseline, Tensor) or not baseline.is_floating_point():
+            raise TypeError(f"module must return one floating tensor, got {described(baseline)}")
+        baseline = baseline.detach().clone()  # deterministic reference output
         for module_mode in MODULE_MODES:
             module.train(module_mode == "train")
             for grad_mode in GRAD_MODES:

@@ -13,6 +13,8 @@ reads kv head h // (Hq // Hkv); attn_mask broadcastable to [B, Hq, L, S]. -> [B,
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -30,6 +32,7 @@ def reference_attention(
 ) -> Tensor:
     """softmax(q k^T * scale + mask) v over the key axis -> [B, Hq, L, Dv] in q's dtype."""
     _check(q, k, v, attn_mask)
+    _check_options(is_causal, scale)
     Hq, L, D = q.shape[1:]
     Hkv, S = k.shape[1], k.shape[2]
     # GQA: each kv head serves Hq // Hkv neighbouring query heads (repeat, not tile).
@@ -51,12 +54,12 @@ def reference_attention(
 
 
 def _check(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None) -> None:
-    """Reject shapes that do not fit before any arithmetic."""
+    """Reject shapes and dtypes that do not fit before any arithmetic."""
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if not isinstance(tensor, Tensor) or tensor.dim() != 4:
             raise ValueError(f"{name} must be a 4-D tensor, got {described(tensor)}")
-        if not tensor.is_floating_point():
-            raise ValueError(f"{name} must be floating point, got {tensor.dtype}")
+        if not tensor.is_floating_point() or tensor.dtype != q.dtype:
+            raise TypeError(f"{name} must be floating point like q, got {described(tensor)}")
     B, Hq, L, D = q.shape
     if k.shape[:3] != v.shape[:3]:
         raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} differ in [B, Hkv, S]")
@@ -65,17 +68,30 @@ def _check(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None) -> None:
     Hkv, S = k.shape[1], k.shape[2]
     if Hkv == 0 or Hq % Hkv:
         raise ValueError(f"q's {Hq} heads are not a multiple of k's {Hkv} heads")
-    if attn_mask is not None:
-        if not isinstance(attn_mask, Tensor):
-            raise ValueError(f"attn_mask must be a tensor or None, got {described(attn_mask)}")
-        target = (B, Hq, L, S)
-        sizes = tuple(attn_mask.shape)
-        # Broadcastable *to* the scores: aligned from the right, each size 1 or equal.
-        fits = len(sizes) <= 4 and all(
-            size in (1, want) for size, want in zip(reversed(sizes), reversed(target), strict=False)
-        )
-        if not fits:
-            raise ValueError(f"attn_mask {sizes} does not broadcast to [B, Hq, L, S] {target}")
+    if attn_mask is None:
+        return
+    if not isinstance(attn_mask, Tensor) or not (
+        attn_mask.dtype == torch.bool or attn_mask.is_floating_point()
+    ):  # a 0/1 integer mask is neither "may attend" nor a bias: refuse to guess
+        raise TypeError(f"attn_mask must be a bool or float tensor, got {described(attn_mask)}")
+    target, sizes = (B, Hq, L, S), tuple(attn_mask.shape)
+    # Broadcastable *to* the scores: aligned from the right, each size 1 or equal.
+    fits = len(sizes) <= 4 and all(
+        size in (1, want) for size, want in zip(reversed(sizes), reversed(target), strict=False)
+    )
+    if not fits:
+        raise ValueError(f"attn_mask {sizes} does not broadcast to [B, Hq, L, S] {target}")
+
+
+def _check_options(is_causal: bool, scale: float | None) -> None:
+    if not isinstance(is_causal, bool):
+        raise TypeError(f"is_causal must be a bool, got {described(is_causal)}")
+    if scale is None:
+        return
+    if isinstance(scale, bool) or not isinstance(scale, int | float):
+        raise TypeError(f"scale must be a number or None, got {described(scale)}")
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale}")
 
 
 __all__ = ["reference_attention"]

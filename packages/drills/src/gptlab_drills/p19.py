@@ -32,7 +32,9 @@ def decode_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, lengths: Tenso
     scores = scores.masked_fill(padding[:, None, None, :], float("-inf"))
     # fp32 softmax: half-precision logits would lose the max-subtraction's headroom.
     weights = torch.softmax(scores, dim=-1)
-    out = weights @ v_cache.float()  # [B, Hkv, group, D]
+    # Zero the capacity too: a weight of 0 times a NaN or inf left there would still be NaN.
+    values = v_cache.float().masked_fill(padding[:, None, :, None], 0.0)
+    out = weights @ values  # [B, Hkv, group, D]
     return out.reshape(B, Hq, 1, D).to(q.dtype)
 
 
@@ -42,11 +44,19 @@ def _check(q: Tensor, k_cache: Tensor, v_cache: Tensor, lengths: Tensor) -> None
         if not isinstance(tensor, Tensor) or tensor.dim() != 4:
             raise ValueError(f"{name} must be a 4-D tensor, got {described(tensor)}")
         if not tensor.is_floating_point():
-            raise ValueError(f"{name} must be floating point, got {tensor.dtype}")
+            raise TypeError(f"{name} must be floating point, got {tensor.dtype}")
     if not isinstance(lengths, Tensor) or lengths.dim() != 1:
         raise ValueError(f"lengths must be a 1-D tensor, got {described(lengths)}")
+    for name, tensor in (
+        ("q", q),
+        ("k_cache", k_cache),
+        ("v_cache", v_cache),
+        ("lengths", lengths),
+    ):
+        if tensor.device.type == "meta":  # no values: lengths could not be checked
+            raise ValueError(f"{name} is a meta tensor")
     if lengths.dtype not in (torch.int32, torch.int64):
-        raise ValueError(f"lengths must be int32 or int64, got {lengths.dtype}")
+        raise TypeError(f"lengths must be int32 or int64, got {lengths.dtype}")
     B, Hq, T, D = q.shape
     if T != 1:
         raise ValueError(f"q must hold one token per row ([B, Hq, 1, D]), got {tuple(q.shape)}")
@@ -65,7 +75,9 @@ def _check(q: Tensor, k_cache: Tensor, v_cache: Tensor, lengths: Tensor) -> None
     if len(devices) != 1:
         raise ValueError(f"q, k_cache, v_cache and lengths must share a device, got {devices}")
     if q.dtype != k_cache.dtype or k_cache.dtype != v_cache.dtype:
-        raise ValueError(f"q, k_cache and v_cache dtypes differ: {q.dtype}, {k_cache.dtype}")
+        raise TypeError(
+            f"q, k_cache and v_cache dtypes differ: {q.dtype}, {k_cache.dtype}, {v_cache.dtype}"
+        )
     bad = ((lengths < 1) | (lengths > S)).nonzero().flatten().tolist()
     if bad:
         row = bad[0]

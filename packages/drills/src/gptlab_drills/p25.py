@@ -13,10 +13,12 @@ Shapes: x [N, C]; router_logits [N, E]; experts: E callables [n, C] -> [n, C];
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor
+
+from ._describe import described
 
 Expert = Callable[[Tensor], Tensor]
 
@@ -40,6 +42,8 @@ def top_k_moe(
         if len(token) == 0:
             continue
         packed = expert(x[token])  # [n_e, C], one call per expert
+        if not isinstance(packed, Tensor) or packed.shape != (len(token), C):
+            raise ValueError(f"experts[{e}] returned {described(packed)}, want ({len(token)}, {C})")
         out.index_add_(0, token, packed.float() * weights[token, choice, None])
     return out.to(x.dtype), load
 
@@ -47,21 +51,29 @@ def top_k_moe(
 def _check(
     x: Tensor, router_logits: Tensor, experts: Sequence[Expert], k: int, capacity: int
 ) -> None:
-    """Reject bad shapes and counts before any expert runs."""
-    if not isinstance(x, Tensor) or x.dim() != 2 or not x.is_floating_point():
-        raise ValueError(f"x must be a float [N, C] tensor, got {getattr(x, 'shape', x)}")
-    if not isinstance(router_logits, Tensor) or router_logits.dim() != 2:
-        raise ValueError("router_logits must be an [N, E] tensor")
-    if router_logits.shape[0] != x.shape[0] or not router_logits.is_floating_point():
-        raise ValueError(
-            f"router_logits must be float [{x.shape[0]}, E], got {list(router_logits.shape)}"
-        )
+    """Reject every malformed argument before any expert runs (ValueError, or TypeError
+    for the wrong kind of object), naming it."""
+    for name, t in (("x", x), ("router_logits", router_logits)):
+        if not isinstance(t, Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a float tensor, got {described(t)}")
+        if t.dim() != 2 or t.is_meta:  # a meta tensor holds no values to route
+            raise ValueError(
+                f"{name} must be [rows, cols] with data, got {described(t)} {t.device}"
+            )
+    if router_logits.shape[0] != x.shape[0]:
+        raise ValueError(f"router_logits has {router_logits.shape[0]} rows, x {x.shape[0]}")
+    # NaN or +inf makes softmax NaN; a row of -inf has no expert to choose.
+    bad = router_logits.isnan() | router_logits.isposinf()
+    if bad.any() or router_logits.isneginf().all(dim=-1).any():
+        raise ValueError("router_logits must be finite or -inf, with a finite logit per row")
     E = router_logits.shape[1]
+    if isinstance(experts, Iterator) or not hasattr(experts, "__len__"):
+        raise TypeError(f"experts must be a sequence of callables, got {described(experts)}")
     if len(experts) != E or not all(callable(expert) for expert in experts):
         raise ValueError(f"experts must be {E} callables (one per router column)")
     for name, value, low, high in (("k", k, 1, E), ("capacity", capacity, 0, None)):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{name} must be an int, got {type(value).__name__}")
+            raise TypeError(f"{name} must be an int, got {described(value)}")
         if value < low or (high is not None and value > high):
             raise ValueError(f"{name} = {value} is outside {low}..{high if high else 'inf'}")
 

@@ -13,8 +13,11 @@ rank's x in rank order; scattered [N / W, ...] = rows r*N/W .. (r+1)*N/W - 1 of 
 
 from __future__ import annotations
 
+import torch
 import torch.distributed as dist
 from torch import Tensor
+
+from ._describe import described
 
 
 def run_collectives(
@@ -22,7 +25,7 @@ def run_collectives(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """(all_reduce sum, all_gather along dim 0, reduce_scatter sum along dim 0) of x."""
     world = _check(x, group)
-    source = x.contiguous()  # the collectives read a dense buffer; x itself is never written
+    source = x.detach().contiguous()  # a dense buffer to send; x itself is never written
     reduced = source.clone()  # all_reduce works in place: on a copy, not the caller's x
     gathered = source.new_empty((world * x.shape[0], *x.shape[1:]))
     scattered = source.new_empty((x.shape[0] // world, *x.shape[1:]))
@@ -41,11 +44,16 @@ def run_collectives(
 
 
 def _check(x: Tensor, group: dist.ProcessGroup | None) -> int:
-    """The world size; ValueError on every rank alike, before any collective is issued."""
+    """The world size; an error on every rank alike, before any collective is issued."""
     if not dist.is_available() or not dist.is_initialized():
         raise ValueError("run_collectives needs an initialised process group")
+    if group is not None and not isinstance(group, dist.ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup or None, got {described(group)}")
     if not isinstance(x, Tensor) or x.dim() == 0:
-        raise ValueError(f"x must be a tensor [N, ...], got {type(x).__name__}")
+        raise TypeError(f"x must be a tensor [N, ...], got {described(x)}")
+    # Gloo sums floats and integers; a meta tensor holds no data to send.
+    if x.dtype == torch.bool or x.is_complex() or x.is_meta:
+        raise ValueError(f"x must be real numbers with data, got {described(x)} on {x.device}")
     world = dist.get_world_size(group)
     if x.shape[0] % world:
         raise ValueError(f"x has {x.shape[0]} rows, not divisible by the world size {world}")

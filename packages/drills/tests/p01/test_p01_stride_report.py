@@ -3,17 +3,20 @@ data_ptr, each checked against the tensor itself after views, offsets and clones
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched
+from gptlab_testkit.oracles import assert_binds, inputs_untouched
 
 drill = candidate("DRILL_P01_MODULE")
 
 pytestmark = [pytest.mark.owner("p01"), pytest.mark.contract]
+
+KEYS = {"shape", "stride", "storage_offset", "is_contiguous", "dtype", "device", "data_ptr"}
 
 
 def contiguous_flag(report: dict) -> bool:
@@ -26,6 +29,9 @@ def contiguous_flag(report: dict) -> bool:
 def assert_reports(x: torch.Tensor, what: str) -> dict:
     """The candidate's report of x agrees with the tensor on every documented key."""
     report = drill.stride_report(x)
+    assert isinstance(report, dict), f"{what}: returned {type(report).__name__}, not a dict"
+    missing = KEYS - set(report) - ({"is_contiguous"} if "contiguous" in report else set())
+    assert not missing, f"{what}: report lacks {sorted(missing)}"
     assert tuple(report["shape"]) == tuple(x.shape), f"{what}: shape {report['shape']}"
     assert tuple(report["stride"]) == x.stride(), f"{what}: stride {report['stride']}"
     offset = report["storage_offset"]
@@ -38,10 +44,15 @@ def assert_reports(x: torch.Tensor, what: str) -> dict:
     return report
 
 
+def type_name(value: object) -> str:
+    return type(value).__name__
+
+
 def grid(*shape: int, dtype=torch.float32) -> torch.Tensor:
     return torch.arange(torch.Size(shape).numel(), device=test_device()).to(dtype).reshape(shape)
 
 
+@pytest.mark.clause("P01.2", "P01.3", "P01.4", "P01.5")
 def test_a_fresh_tensor_is_contiguous_at_offset_zero():
     x = grid(3, 4)
 
@@ -50,6 +61,7 @@ def test_a_fresh_tensor_is_contiguous_at_offset_zero():
     assert tuple(report["stride"]) == (4, 1) and report["storage_offset"] == 0
 
 
+@pytest.mark.clause("P01.3", "P01.5", "P01.6")
 def test_a_transpose_swaps_strides_and_shares_the_first_element():
     x = grid(3, 4)
 
@@ -59,6 +71,7 @@ def test_a_transpose_swaps_strides_and_shares_the_first_element():
     assert contiguous_flag(report) is False
 
 
+@pytest.mark.clause("P01.4", "P01.5", "P01.6")
 def test_a_narrow_view_reports_its_offset_and_the_address_of_its_first_element():
     x = grid(4, 6)
     view = x.narrow(1, 2, 3)  # columns 2..4: starts 2 elements in, rows still 6 apart
@@ -70,6 +83,7 @@ def test_a_narrow_view_reports_its_offset_and_the_address_of_its_first_element()
     assert contiguous_flag(report) is False, "a column slice is not contiguous"
 
 
+@pytest.mark.clause("P01.4", "P01.6")
 def test_a_row_slice_is_contiguous_with_an_offset():
     x = grid(4, 6, dtype=torch.float16)
 
@@ -79,6 +93,7 @@ def test_a_row_slice_is_contiguous_with_an_offset():
     assert report["data_ptr"] == x.data_ptr() + 6 * 2, "fp16 elements are 2 bytes"
 
 
+@pytest.mark.clause("P01.3", "P01.4", "P01.6")
 def test_a_reshape_that_stays_a_view_keeps_the_storage():
     x = grid(2, 3, 4)
     view = x[1].reshape(12)  # rows of one batch entry are contiguous: no copy needed
@@ -89,6 +104,7 @@ def test_a_reshape_that_stays_a_view_keeps_the_storage():
     assert report["storage_offset"] == 12
 
 
+@pytest.mark.clause("P01.4", "P01.6")
 def test_a_clone_has_its_own_storage():
     x = grid(3, 4).t()
 
@@ -98,6 +114,7 @@ def test_a_clone_has_its_own_storage():
     assert report["storage_offset"] == 0
 
 
+@pytest.mark.clause("P01.5")
 def test_size_one_dims_do_not_break_contiguity_whatever_their_stride():
     x = grid(12).as_strided((3, 1, 4), (4, 100, 1))
 
@@ -106,6 +123,7 @@ def test_size_one_dims_do_not_break_contiguity_whatever_their_stride():
     assert contiguous_flag(report) is True
 
 
+@pytest.mark.clause("P01.3", "P01.5")
 def test_an_expanded_tensor_reports_stride_zero():
     x = grid(1, 4).expand(3, 4)
 
@@ -114,6 +132,7 @@ def test_an_expanded_tensor_reports_stride_zero():
     assert tuple(report["stride"]) == (0, 1) and contiguous_flag(report) is False
 
 
+@pytest.mark.clause("P01.3", "P01.4", "P01.5", "P01.6")
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_chain_of_views_is_reported_as_the_tensor_sees_itself(data):
@@ -136,11 +155,47 @@ def test_any_chain_of_views_is_reported_as_the_tensor_sees_itself(data):
     assert_reports(x, f"{dtype} view {tuple(x.shape)} stride {x.stride()}")
 
 
+@pytest.mark.clause("P01.9")
 def test_the_report_leaves_the_tensor_unchanged():
     x = grid(3, 4).t()
     with inputs_untouched(x=x):
         drill.stride_report(x)
 
 
-def test_something_that_is_not_a_tensor_is_rejected():
-    assert_rejects(lambda: drill.stride_report([[1.0, 2.0]]), (TypeError, ValueError), "x")
+@pytest.mark.clause("P01.8")
+@pytest.mark.parametrize(
+    "x", [[[1.0, 2.0]], None, 3.0, np.zeros((2, 2)), torch.Size([2, 2])], ids=type_name
+)
+def test_something_that_is_not_a_tensor_is_rejected(x):
+    assert_rejects(lambda: drill.stride_report(x), (TypeError, ValueError), "x")
+
+
+@pytest.mark.clause("P01.1")
+def test_x_is_the_one_positional_argument():
+    x = grid(2, 3)
+
+    assert_binds(drill.stride_report, x)
+    assert_reports(x, "positional x")
+
+
+@pytest.mark.clause("P01.1", "P01.3", "P01.5", "P01.6")
+@pytest.mark.parametrize("shape", [(), (0, 3), (3, 0, 2)], ids=str)
+def test_a_scalar_and_a_zero_element_tensor_are_reported(shape):
+    x = torch.zeros(shape, device=test_device())
+
+    assert_reports(x, f"shape {shape}")
+
+
+@pytest.mark.clause("P01.7")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool], ids=str)
+def test_the_report_holds_python_numbers_and_the_tensors_dtype_and_device(dtype):
+    x = grid(4, 6).to(dtype)[1:, 2:]
+
+    report = assert_reports(x, f"{dtype} slice")
+
+    for key in ("shape", "stride"):
+        assert all(type(v) is int for v in report[key]), f"{key} holds {report[key]!r}"
+    for key in ("storage_offset", "data_ptr"):
+        assert type(report[key]) is int, f"{key} is a {type(report[key]).__name__}, not int"
+    assert type(contiguous_flag(report)) is bool, "is_contiguous is not a bool"
+    assert str(report["dtype"]) == str(dtype), f"dtype {report['dtype']!r}, tensor {dtype}"

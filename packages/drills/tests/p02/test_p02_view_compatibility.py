@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched
+from gptlab_testkit.oracles import assert_binds, inputs_untouched
 
 drill = candidate("DRILL_P02_MODULE")
 
@@ -41,6 +41,7 @@ def grid(*shape: int) -> torch.Tensor:
     return torch.arange(math.prod(shape), dtype=torch.float32, device=test_device()).reshape(shape)
 
 
+@pytest.mark.clause("P02.2", "P02.3")
 def test_flatten_and_unflatten_of_a_contiguous_tensor_are_views():
     x = grid(2, 3, 4)
 
@@ -49,6 +50,7 @@ def test_flatten_and_unflatten_of_a_contiguous_tensor_are_views():
     assert agrees(x, (2, 3, 2, 2), "split the last dim")
 
 
+@pytest.mark.clause("P02.3")
 def test_flattening_a_transpose_needs_a_copy():
     x = grid(3, 4).t()
 
@@ -56,6 +58,7 @@ def test_flattening_a_transpose_needs_a_copy():
     assert not agrees(grid(2, 3, 4).transpose(1, 2), (2, 12), "merge of transposed dims")
 
 
+@pytest.mark.clause("P02.3")
 def test_splitting_one_dim_of_a_transpose_is_still_a_view():
     x = grid(3, 4).t()  # [4, 3], strides (1, 4)
 
@@ -63,6 +66,7 @@ def test_splitting_one_dim_of_a_transpose_is_still_a_view():
     assert agrees(grid(2, 3, 4).transpose(0, 1), (3, 2, 2, 2), "split the last dim")
 
 
+@pytest.mark.clause("P02.4")
 def test_size_one_dims_come_and_go_freely():
     x = grid(3, 4).t()
 
@@ -72,6 +76,7 @@ def test_size_one_dims_come_and_go_freely():
     assert agrees(odd, (12,), "flatten across a size-one dim with stride 100")
 
 
+@pytest.mark.clause("P02.4")
 def test_a_transpose_that_only_moves_a_size_one_dim_keeps_every_view():
     x = grid(1, 4, 3).transpose(0, 1)  # [4, 1, 3], strides (3, 12, 1): memory order unchanged
 
@@ -79,6 +84,7 @@ def test_a_transpose_that_only_moves_a_size_one_dim_keeps_every_view():
     assert agrees(grid(1, 2, 6).transpose(0, 1), (3, 4), "regroup after moving a size-one dim")
 
 
+@pytest.mark.clause("P02.3", "P02.4")
 def test_an_offset_does_not_matter_but_a_row_gap_does():
     x = grid(4, 6)
 
@@ -87,6 +93,17 @@ def test_an_offset_does_not_matter_but_a_row_gap_does():
     assert agrees(x[:, 2:5], (4, 3, 1), "columns 2..4 with a new size-one dim")
 
 
+@pytest.mark.clause("P02.4")
+def test_views_at_an_offset_follow_the_same_rule():
+    x = grid(3, 4, 5)
+
+    assert agrees(x[1], (20,), "flatten of the second block")
+    assert agrees(x[1:, 1:].transpose(0, 1), (3, 2, 5), "split at an offset")
+    assert not agrees(x[1:, 1:], (30,), "flatten across a gap at an offset")
+    assert agrees(x[2:, :, 2:], (1, 4, 3, 1), "size-one dims at an offset")
+
+
+@pytest.mark.clause("P02.3")
 def test_a_step_slice_is_one_strided_chunk():
     x = grid(4, 6)[:, ::2]  # [4, 3], strides (6, 2): rows chain, 6 == 2 * 3
 
@@ -94,6 +111,7 @@ def test_a_step_slice_is_one_strided_chunk():
     assert not agrees(grid(4, 6)[::2, ::3], (4,), "rows 12 apart, columns 3 apart")
 
 
+@pytest.mark.clause("P02.5")
 def test_an_expanded_tensor_splits_but_does_not_flatten():
     x = grid(1, 4).expand(3, 4)  # strides (0, 1)
 
@@ -101,6 +119,7 @@ def test_an_expanded_tensor_splits_but_does_not_flatten():
     assert agrees(x, (3, 2, 2), "split the real dim of a broadcast")
 
 
+@pytest.mark.clause("P02.5")
 def test_after_contiguous_every_reshape_is_a_view():
     x = grid(2, 3, 4).permute(2, 0, 1).contiguous()
 
@@ -108,6 +127,7 @@ def test_after_contiguous_every_reshape_is_a_view():
     assert agrees(x, (8, 3), "merge after contiguous()")
 
 
+@pytest.mark.clause("P02.1")
 def test_a_list_or_torch_size_is_accepted_as_new_shape():
     x = grid(3, 4)
 
@@ -150,6 +170,7 @@ def factorizations(draw, numel: int):
     return sizes or [1]
 
 
+@pytest.mark.clause("P02.3", "P02.4", "P02.5")
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_view_chain_and_target_shape_agree_with_view(data):
@@ -159,6 +180,7 @@ def test_any_view_chain_and_target_shape_agree_with_view(data):
     agrees(x, new_shape, "random")
 
 
+@pytest.mark.clause("P02.9")
 def test_the_tensor_is_left_unchanged():
     x = grid(3, 4).t()
     with inputs_untouched(x=x):
@@ -168,8 +190,44 @@ def test_the_tensor_is_left_unchanged():
 # ---- rejection: valid in every respect but one ----
 
 
+@pytest.mark.clause("P02.6")
 @pytest.mark.parametrize("new_shape", [(5, 2), (13,)])
 def test_a_shape_with_another_element_count_is_rejected(new_shape):
     x = grid(3, 4)
     with inputs_untouched(x=x):
         assert_rejects(lambda: drill.can_view_without_copy(x, new_shape), ValueError, "new_shape")
+
+
+@pytest.mark.clause("P02.7")
+@pytest.mark.parametrize(
+    "new_shape",
+    [None, 12, "12", (2.0, 6), (2, 6.0), (True, 12), (-2, -6), (-1, 12)],
+    ids=repr,
+)
+def test_a_new_shape_that_is_not_non_negative_ints_is_rejected(new_shape):
+    x = grid(3, 4)
+    with inputs_untouched(x=x):
+        assert_rejects(
+            lambda: drill.can_view_without_copy(x, new_shape), (TypeError, ValueError), "new_shape"
+        )
+
+
+@pytest.mark.clause("P02.7")
+def test_a_negative_size_is_a_value_error():
+    x = grid(3, 4)
+
+    assert_rejects(lambda: drill.can_view_without_copy(x, (-3, -4)), ValueError, "new_shape")
+
+
+@pytest.mark.clause("P02.8")
+@pytest.mark.parametrize("x", [[[1.0, 2.0], [3.0, 4.0]], None], ids=repr)
+def test_an_x_that_is_not_a_tensor_is_rejected(x):
+    assert_rejects(lambda: drill.can_view_without_copy(x, (4,)), (TypeError, ValueError), "x")
+
+
+@pytest.mark.clause("P02.1")
+def test_x_and_new_shape_are_positional():
+    x = grid(3, 4)
+
+    assert_binds(drill.can_view_without_copy, x, (12,))
+    assert agrees(x, (12,), "positional call")

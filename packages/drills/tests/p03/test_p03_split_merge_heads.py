@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_rejects, candidate
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P03_MODULE")
 
@@ -40,6 +40,7 @@ def loop_merge(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@pytest.mark.clause("P03.2", "P03.4")
 def test_split_puts_each_block_of_channels_in_its_own_head():
     x = seeded(2, 3, 12, seed=1)
 
@@ -49,6 +50,7 @@ def test_split_puts_each_block_of_channels_in_its_own_head():
     assert torch.equal(got, loop_split(x, 4)), "split_heads vs element-by-element oracle"
 
 
+@pytest.mark.clause("P03.2", "P03.5")
 def test_merge_puts_each_head_back_in_its_block_of_channels():
     x = seeded(2, 4, 3, 5, seed=2)
 
@@ -66,6 +68,7 @@ def test_merge_puts_each_head_back_in_its_block_of_channels():
     D=st.integers(1, 4),
     seed=st.integers(0, 2**16),
 )
+@pytest.mark.clause("P03.2", "P03.4", "P03.5")
 def test_merge_of_split_is_the_exact_input(B, T, H, D, seed):
     x = seeded(B, T, H * D, seed=seed)
 
@@ -75,6 +78,7 @@ def test_merge_of_split_is_the_exact_input(B, T, H, D, seed):
     assert torch.equal(drill.merge_heads(split), x), "merge_heads(split_heads(x)) != x"
 
 
+@pytest.mark.clause("P03.2", "P03.4", "P03.5")
 @pytest.mark.parametrize(("B", "T"), [(1, 1), (1, 6), (3, 1)])
 def test_batch_of_one_and_single_token_split_and_merge(B, T):
     x = seeded(B, T, 8, seed=3)
@@ -85,6 +89,7 @@ def test_batch_of_one_and_single_token_split_and_merge(B, T):
     assert torch.equal(drill.merge_heads(split), x), f"round trip at B={B}, T={T}"
 
 
+@pytest.mark.clause("P03.4")
 def test_split_of_a_token_major_layout_is_a_transpose_not_a_reshape():
     # One head's rows are strided through x: head h at time t starts at t*C + h*D. A
     # split done by reshaping to [B, H, T, D] reads head 0's first row as x[0, 0, :D]
@@ -97,6 +102,7 @@ def test_split_of_a_token_major_layout_is_a_transpose_not_a_reshape():
     assert torch.equal(got[1, 1, 0], x[1, 0, 2:4]), "head 1, token 0 of row 1"
 
 
+@pytest.mark.clause("P03.5")
 def test_merge_accepts_the_non_contiguous_output_of_a_transpose():
     # The split's output is a transposed view: merging must not call view() on it.
     heads_first = seeded(2, 3, 4, 5, seed=4).transpose(1, 2)  # [B, H, T, D], strided
@@ -106,6 +112,7 @@ def test_merge_accepts_the_non_contiguous_output_of_a_transpose():
     assert torch.equal(got, loop_merge(heads_first)), "merge of a strided [B, H, T, D]"
 
 
+@pytest.mark.clause("P03.9")
 def test_merge_returns_a_contiguous_tensor():
     split = drill.split_heads(seeded(2, 5, 6, seed=5), 3)
 
@@ -114,6 +121,7 @@ def test_merge_returns_a_contiguous_tensor():
     assert got.is_contiguous(), f"merge_heads returned strides {got.stride()}"
 
 
+@pytest.mark.clause("P03.9")
 def test_split_and_merge_leave_their_inputs_unchanged():
     x, y = seeded(2, 3, 6, seed=6), seeded(2, 3, 3, 2, seed=7).transpose(1, 2)
 
@@ -122,6 +130,7 @@ def test_split_and_merge_leave_their_inputs_unchanged():
         drill.merge_heads(y)
 
 
+@pytest.mark.clause("P03.3", "P03.4", "P03.5")
 def test_half_precision_keeps_its_dtype_and_values():
     x = seeded(2, 3, 8, seed=8, dtype=torch.bfloat16)
 
@@ -134,6 +143,7 @@ def test_half_precision_keeps_its_dtype_and_values():
 # ---- rejection: valid in every respect but one, before any work ----
 
 
+@pytest.mark.clause("P03.6")
 @pytest.mark.parametrize(("C", "heads"), [(10, 3), (12, 5), (6, 4)])
 def test_channels_not_divisible_by_heads_are_rejected(C, heads):
     x = seeded(2, 3, C, seed=9)
@@ -141,6 +151,7 @@ def test_channels_not_divisible_by_heads_are_rejected(C, heads):
         assert_rejects(lambda: drill.split_heads(x, heads), ValueError, ("heads", "x"))
 
 
+@pytest.mark.clause("P03.7")
 @pytest.mark.parametrize("heads", [0, -2])
 def test_a_head_count_below_one_is_rejected(heads):
     x = seeded(2, 3, 8, seed=10)
@@ -148,13 +159,70 @@ def test_a_head_count_below_one_is_rejected(heads):
         assert_rejects(lambda: drill.split_heads(x, heads), ValueError, "heads")
 
 
+@pytest.mark.clause("P03.8")
 def test_split_of_a_tensor_that_is_not_three_dimensional_is_rejected():
     x = seeded(2, 3, 4, 2, seed=11)
     with inputs_untouched(x=x):
         assert_rejects(lambda: drill.split_heads(x, 2), ValueError, "x")
 
 
+@pytest.mark.clause("P03.8")
 def test_merge_of_a_tensor_that_is_not_four_dimensional_is_rejected():
     x = seeded(2, 3, 8, seed=12)
     with inputs_untouched(x=x):
         assert_rejects(lambda: drill.merge_heads(x), ValueError, "x")
+
+
+@pytest.mark.clause("P03.7")
+@pytest.mark.parametrize("heads", [True, 2.0, None, "2"], ids=repr)
+def test_a_head_count_that_is_not_an_int_is_rejected(heads):
+    x = seeded(2, 3, 8, seed=13)
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: drill.split_heads(x, heads), (TypeError, ValueError), "heads")
+
+
+@pytest.mark.clause("P03.8")
+@pytest.mark.parametrize("x", [None, [[[1.0, 2.0]]], 3.0], ids=repr)
+def test_an_x_that_is_not_a_tensor_is_rejected_by_both(x):
+    assert_rejects(lambda: drill.split_heads(x, 2), (TypeError, ValueError), "x")
+    assert_rejects(lambda: drill.merge_heads(x), (TypeError, ValueError), "x")
+
+
+@pytest.mark.clause("P03.8")
+def test_merge_of_a_five_dimensional_tensor_is_rejected():
+    x = seeded(2, 2, 3, 4, 1, seed=14)
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: drill.merge_heads(x), ValueError, "x")
+
+
+@pytest.mark.clause("P03.3")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64], ids=str)
+def test_both_keep_the_dtype_and_device(dtype):
+    x = seeded(2, 3, 6, seed=15).mul(10).to(dtype)
+
+    split = drill.split_heads(x, 3)
+    merged = drill.merge_heads(split)
+
+    for name, got in (("split_heads", split), ("merge_heads", merged)):
+        assert got.dtype == dtype, f"{name} returned {got.dtype} for {dtype}"
+        assert got.device == x.device, f"{name} moved x to {got.device}"
+    assert torch.equal(merged, x)
+
+
+@pytest.mark.clause("P03.1")
+def test_both_take_their_arguments_positionally():
+    x = seeded(1, 2, 4, seed=16)
+
+    assert_binds(drill.split_heads, x, 2)
+    assert_binds(drill.merge_heads, x.view(1, 2, 2, 2))
+    assert torch.equal(drill.merge_heads(drill.split_heads(x, 2)), x)
+
+
+@pytest.mark.clause("P03.9")
+@pytest.mark.parametrize(("H", "T"), [(4, 3), (1, 3), (4, 1)])
+def test_merge_is_contiguous_for_every_head_count_and_length(H, T):
+    x = seeded(2, T, H * 2, seed=17)
+
+    got = drill.merge_heads(drill.split_heads(x, H))
+
+    assert got.shape == (2, T, H * 2) and got.is_contiguous(), f"strides {got.stride()}"

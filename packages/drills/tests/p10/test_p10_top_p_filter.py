@@ -9,8 +9,16 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, boundary_settings, candidate, shares_storage, test_device
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit import (
+    BAD_VALUE,
+    WRONG_KIND,
+    assert_rejects,
+    boundary_settings,
+    candidate,
+    shares_storage,
+    test_device,
+)
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P10_MODULE")
 
@@ -35,7 +43,15 @@ def nucleus(row: list[float], p: float) -> tuple[set[int], float]:
 
 
 def kept(result: torch.Tensor) -> list[set[int]]:
-    return [{i for i, x in enumerate(row) if x > -math.inf} for row in result.tolist()]
+    rows = result.reshape(-1, result.shape[-1]).tolist()
+    return [{i for i, x in enumerate(row) if x > -math.inf} for row in rows]
+
+
+def oracle_kept(logits: torch.Tensor, p: float) -> list[set[int]]:
+    """Each row's nucleus from the float64 oracle; no row's mass may lie within rounding of p."""
+    found = [nucleus(row, p) for row in logits.double().reshape(-1, logits.shape[-1]).tolist()]
+    assert all(margin > 1e-4 for _, margin in found), "test data: a mass lies too close to p"
+    return [want for want, _ in found]
 
 
 def tensor(rows) -> torch.Tensor:
@@ -46,6 +62,7 @@ def logs(probs: list[float]) -> list[float]:
     return [math.log(x) for x in probs]
 
 
+@pytest.mark.clause("P10.4")
 @pytest.mark.parametrize(
     ("p", "want"), [(0.45, {2}), (0.6, {2, 0}), (0.8, {2, 0, 4}), (0.9, {2, 0, 4, 1})]
 )
@@ -58,6 +75,7 @@ def test_the_smallest_most_probable_prefix_reaching_p_is_kept(p, want):
     assert got[0, sorted(want)].tolist() == logits[0, sorted(want)].tolist(), "kept logits changed"
 
 
+@pytest.mark.clause("P10.4")
 def test_the_keep_mask_lands_back_in_vocabulary_order():
     logits = tensor([logs([0.05, 0.5, 0.1, 0.2, 0.15])])
     order = torch.tensor([3, 0, 4, 1, 2], device=test_device())
@@ -68,6 +86,7 @@ def test_the_keep_mask_lands_back_in_vocabulary_order():
     assert kept(got) == [{3, 0}]
 
 
+@pytest.mark.clause("P10.6")
 def test_p_near_zero_keeps_only_the_most_probable_token():
     logits = seeded(3, 8, seed=1)
 
@@ -76,6 +95,7 @@ def test_p_near_zero_keeps_only_the_most_probable_token():
     assert kept(got) == [{int(i)} for i in logits.argmax(-1)]
 
 
+@pytest.mark.clause("P10.6", "P10.12")
 def test_p_one_keeps_every_token():
     logits = seeded(2, 6, seed=2) * 5
 
@@ -85,6 +105,7 @@ def test_p_one_keeps_every_token():
     assert not shares_storage(got, logits), "the result aliases the caller's logits"
 
 
+@pytest.mark.clause("P10.4")
 def test_tokens_tied_with_the_last_kept_token_are_all_kept():
     # [2, 1, 1, 0]: probabilities 0.53, 0.20, 0.20, 0.07; p=0.6 is reached inside the tie.
     logits = tensor([[2.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
@@ -94,12 +115,14 @@ def test_tokens_tied_with_the_last_kept_token_are_all_kept():
     assert kept(got) == [{0, 1, 2}, {0, 1, 2, 3}]
 
 
+@pytest.mark.clause("P10.6")
 def test_a_single_token_vocabulary_is_kept():
     got = drill.top_p_filter(tensor([[0.3], [-2.0]]), 0.5)
 
     assert kept(got) == [{0}, {0}]
 
 
+@pytest.mark.clause("P10.6")
 def test_already_masked_tokens_stay_masked_and_no_row_ends_empty():
     inf = -math.inf
     logits = tensor([[inf, 0.0, inf, 1.0], [inf, inf, 3.0, inf]])
@@ -109,6 +132,7 @@ def test_already_masked_tokens_stay_masked_and_no_row_ends_empty():
     assert kept(got) == [{3}, {2}]
 
 
+@pytest.mark.clause("P10.4", "P10.7")
 @boundary_settings(25)
 @given(data=st.data())
 def test_any_row_matches_the_loop_oracle(data):
@@ -125,6 +149,7 @@ def test_any_row_matches_the_loop_oracle(data):
     assert torch.equal(got[torch.isfinite(got)], logits[torch.isfinite(got)])
 
 
+@pytest.mark.clause("P10.12")
 def test_the_logits_are_not_written():
     logits = seeded(3, 7, seed=3)
 
@@ -132,6 +157,7 @@ def test_the_logits_are_not_written():
         drill.top_p_filter(logits, 0.7)
 
 
+@pytest.mark.clause("P10.3")
 def test_half_precision_logits_keep_their_dtype():
     logits = tensor([logs([0.2, 0.1, 0.5, 0.05, 0.15])]).half()
 
@@ -144,8 +170,115 @@ def test_half_precision_logits_keep_their_dtype():
 # ---- rejection: valid in every respect but one ----
 
 
-@pytest.mark.parametrize("p", [0.0, -0.2, 1.01, math.nan])
+@pytest.mark.clause("P10.9")
+@pytest.mark.parametrize("p", [0.0, -0.2, 1.01, math.nan, math.inf])
 def test_p_outside_zero_to_one_is_rejected(p):
     logits = seeded(2, 5, seed=4)
     with inputs_untouched(logits=logits):
-        assert_rejects(lambda: drill.top_p_filter(logits, p), (ValueError, TypeError), "p")
+        assert_rejects(lambda: drill.top_p_filter(logits, p), BAD_VALUE, "p", values=(p,))
+
+
+@pytest.mark.clause("P10.8")
+@pytest.mark.parametrize("p", [True, "0.5", None], ids=repr)
+def test_p_of_another_kind_is_rejected(p):
+    logits = seeded(2, 5, seed=5)
+    with inputs_untouched(logits=logits):
+        assert_rejects(lambda: drill.top_p_filter(logits, p), WRONG_KIND, "p")
+
+
+@pytest.mark.clause("P10.10")
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.complex64])
+def test_logits_that_are_not_floating_are_rejected(dtype):
+    logits = seeded(2, 5, seed=6).to(dtype)
+    with inputs_untouched(logits=logits):
+        assert_rejects(lambda: drill.top_p_filter(logits, 0.5), WRONG_KIND, "logits")
+
+
+@pytest.mark.clause("P10.10")
+def test_logits_that_are_not_a_tensor_are_rejected():
+    logits = [[0.5, 1.5, -1.0], [2.0, 0.0, 1.0]]
+    assert_rejects(lambda: drill.top_p_filter(logits, 0.5), WRONG_KIND, "logits")
+
+
+@pytest.mark.clause("P10.11")
+@pytest.mark.parametrize("shape", [(), (2, 0)], ids=["0-d", "V=0"])
+def test_logits_without_a_token_are_rejected(shape):
+    logits = torch.zeros(shape, device=test_device())
+    with inputs_untouched(logits=logits):
+        assert_rejects(lambda: drill.top_p_filter(logits, 0.5), BAD_VALUE, "logits")
+
+
+@pytest.mark.clause("P10.1")
+def test_the_signature_takes_logits_and_p_positionally():
+    logits = tensor([logs([0.2, 0.1, 0.5, 0.05, 0.15])])
+
+    assert_binds(drill.top_p_filter, logits, 0.6)
+    assert kept(drill.top_p_filter(logits, 0.6)) == [{2, 0}]
+
+
+@pytest.mark.clause("P10.2", "P10.4")
+@pytest.mark.parametrize("shape", [(7,), (2, 3, 7)], ids=["1-D", "3-D"])
+def test_any_leading_dims_filter_each_vocabulary_row(shape):
+    logits = seeded(*shape, seed=7) * 2
+
+    got = drill.top_p_filter(logits, 0.7)
+
+    assert tuple(got.shape) == shape
+    assert kept(got) == oracle_kept(logits, 0.7)
+
+
+@pytest.mark.clause("P10.3", "P10.4")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64])
+def test_other_floating_dtypes_keep_their_dtype(dtype):
+    logits = (seeded(3, 9, seed=8, dtype=torch.float64) * 2).to(dtype)
+
+    got = drill.top_p_filter(logits, 0.7)
+
+    assert got.dtype == dtype
+    assert kept(got) == oracle_kept(logits, 0.7)
+    assert torch.equal(got[torch.isfinite(got)], logits[torch.isfinite(got)])
+
+
+@pytest.mark.clause("P10.5")
+@pytest.mark.parametrize("p", [0.5, 0.9, 0.95])
+def test_bfloat16_logits_find_the_nucleus_a_float64_walk_finds(p):
+    # 256 tokens: a bf16 running sum (8 significant bits) drifts by more than one token's mass.
+    logits = (seeded(4, 256, seed=0, dtype=torch.float64) * 0.5).to(torch.bfloat16)
+
+    got = drill.top_p_filter(logits, p)
+
+    assert kept(got) == oracle_kept(logits, p)
+
+
+@pytest.mark.clause("P10.7")
+def test_a_row_is_filtered_the_same_alone_and_in_a_batch():
+    scales = torch.tensor([[1.0], [6.0], [0.1], [-3.0]], device=test_device())
+    logits = seeded(4, 9, seed=9) * scales
+
+    batched = drill.top_p_filter(logits, 0.8)
+
+    for b in range(4):
+        alone = drill.top_p_filter(logits[b : b + 1].clone(), 0.8)
+        assert torch.equal(batched[b : b + 1], alone), f"row {b} depends on the other rows"
+
+
+@pytest.mark.clause("P10.12")
+def test_a_filtered_result_is_a_new_tensor():
+    logits = seeded(3, 7, seed=10)
+
+    got = drill.top_p_filter(logits, 0.5)
+
+    assert not shares_storage(got, logits), "the result aliases the caller's logits"
+
+
+@pytest.mark.clause("P10.6")
+@pytest.mark.parametrize(
+    "row", [[0.0, -30.0, 1.0], [0.0] * 20 + [-25.0], [3.0, 2.9, 2.8, -17.0, 2.7]], ids=str
+)
+def test_p_one_keeps_even_a_token_of_negligible_mass(row):
+    # The mass before the last token rounds to 1.0 in fp32: a walk that stops there drops it.
+    logits = tensor([row])
+
+    got = drill.top_p_filter(logits, 1.0)
+
+    assert torch.equal(got, logits)

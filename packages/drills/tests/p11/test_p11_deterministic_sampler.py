@@ -9,9 +9,17 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, boundary_settings, candidate, test_device
+from gptlab_testkit import (
+    BAD_VALUE,
+    WRONG_KIND,
+    assert_rejects,
+    boundary_settings,
+    candidate,
+    test_device,
+)
 from gptlab_testkit.oracles import (
     SAMPLERS,
+    assert_binds,
     drawn_tokens,
     forbidding,
     inputs_untouched,
@@ -55,6 +63,15 @@ def state(generator: torch.Generator) -> torch.Tensor:
     return generator.get_state().clone()
 
 
+def sample_without_failing(logits, **options) -> list[int]:
+    """`sample`, where the contract promises a draw: any error is the test's failure."""
+    try:
+        return sample(logits, **options)
+    except Exception as error:
+        raise AssertionError(f"valid input was not sampled: {type(error).__name__}: {error}")
+
+
+@pytest.mark.clause("P11.5")
 def test_temperature_one_unfiltered_equals_torch_multinomial():
     logits = seeded(6, 11, seed=1)
 
@@ -65,6 +82,19 @@ def test_temperature_one_unfiltered_equals_torch_multinomial():
     assert got == want.flatten().tolist()
 
 
+@pytest.mark.clause("P11.5")
+def test_the_generator_advances_by_exactly_the_one_draw():
+    logits = seeded(6, 11, seed=31)
+    generator = seeded_generator(7)
+
+    sample(logits, temperature=0.7, top_k=5, top_p=0.9, generator=generator)
+
+    independent = seeded_generator(7)
+    torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=independent)
+    assert torch.equal(state(generator), state(independent)), "not one draw of B tokens"
+
+
+@pytest.mark.clause("P11.5")
 def test_a_tempered_draw_equals_multinomial_over_the_tempered_softmax():
     logits = seeded(6, 11, seed=2)
 
@@ -75,6 +105,7 @@ def test_a_tempered_draw_equals_multinomial_over_the_tempered_softmax():
     assert got == want.flatten().tolist()
 
 
+@pytest.mark.clause("P11.18")
 def test_equal_seeds_give_equal_draws():
     logits = seeded(32, 20, seed=3)
     options = {"temperature": 0.8, "top_k": 10, "top_p": 0.9}
@@ -85,6 +116,7 @@ def test_equal_seeds_give_equal_draws():
     assert first == second
 
 
+@pytest.mark.clause("P11.5")
 def test_different_seeds_give_different_draws():
     logits = torch.zeros(64, 50, device=test_device())  # uniform: 64 equal draws are ~impossible
 
@@ -94,6 +126,7 @@ def test_different_seeds_give_different_draws():
     assert first != second
 
 
+@pytest.mark.clause("P11.5")
 def test_the_generator_state_advances_with_each_draw():
     logits = seeded(4, 9, seed=4)
     generator = seeded_generator(14)
@@ -110,6 +143,7 @@ def test_the_generator_state_advances_with_each_draw():
     assert len(second) == 4
 
 
+@pytest.mark.clause("P11.4")
 def test_greedy_takes_the_argmax_without_drawing():
     logits = seeded(5, 13, seed=5)
     generator = seeded_generator(15)
@@ -122,6 +156,7 @@ def test_greedy_takes_the_argmax_without_drawing():
     assert torch.equal(state(generator), before), "greedy decoding advanced the generator"
 
 
+@pytest.mark.clause("P11.4")
 def test_greedy_ignores_the_filters():
     logits = seeded(5, 13, seed=6)
 
@@ -131,6 +166,7 @@ def test_greedy_ignores_the_filters():
     assert got == logits.argmax(dim=-1).tolist()
 
 
+@pytest.mark.clause("P11.6")
 def test_tokens_outside_the_top_k_are_never_drawn():
     row = seeded(1, 12, seed=7)
     logits = row.expand(400, 12).contiguous()
@@ -142,6 +178,7 @@ def test_tokens_outside_the_top_k_are_never_drawn():
     assert len(set(got)) > 1, "400 draws over three tokens gave one token"
 
 
+@pytest.mark.clause("P11.7")
 def test_top_p_keeps_the_nucleus_of_the_tempered_distribution():
     # At temperature 1 the nucleus for p=0.6 is {0} (0.63 > 0.6); at temperature 2 the
     # tempered probabilities are 0.41, 0.25, 0.15, ...: the nucleus grows to {0, 1}.
@@ -153,6 +190,7 @@ def test_top_p_keeps_the_nucleus_of_the_tempered_distribution():
     assert set(got) == kept_tokens(row[0].tolist(), 2.0, top_p=0.6) == {0, 1}
 
 
+@pytest.mark.clause("P11.6", "P11.7")
 def test_top_p_applies_to_the_top_k_distribution():
     # top_k=2 renormalises to {0: 0.73, 1: 0.27}; top_p=0.7 then keeps {0} alone
     # (over the whole vocabulary token 0 holds only 0.63 and p=0.7 would keep two).
@@ -164,6 +202,7 @@ def test_top_p_applies_to_the_top_k_distribution():
     assert set(got) == kept_tokens(row[0].tolist(), 1.0, top_k=2, top_p=0.7) == {0}
 
 
+@pytest.mark.clause("P11.6", "P11.7")
 @boundary_settings(20)
 @given(data=st.data())
 def test_any_filtered_draw_lies_inside_the_loop_oracles_kept_set(data):
@@ -183,23 +222,27 @@ def test_any_filtered_draw_lies_inside_the_loop_oracles_kept_set(data):
         assert token in kept, f"row {b} drew {token}, outside {sorted(kept)}"
 
 
-def test_forbidden_minus_inf_tokens_are_never_drawn():
+@pytest.mark.clause("P11.8")
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, None), (3.0, 0.99)])
+def test_forbidden_minus_inf_tokens_are_never_drawn(temperature, top_p):
     logits = seeded(200, 6, seed=8)
     logits[:, ::2] = float("-inf")
 
-    got = sample(logits, temperature=1.0, generator=seeded_generator(20))
+    got = sample(logits, temperature=temperature, top_p=top_p, generator=seeded_generator(20))
 
     assert all(token % 2 == 1 for token in got)
 
 
+@pytest.mark.clause("P11.9")
 def test_large_half_precision_logits_at_low_temperature_still_sample():
     logits = (seeded(4, 8, seed=9) * 1e4).to(torch.float16)  # finite; / 0.25 is not
 
-    got = sample(logits, temperature=0.25, generator=seeded_generator(21))
+    got = sample_without_failing(logits, temperature=0.25, generator=seeded_generator(21))
 
     assert got == logits.float().argmax(dim=-1).tolist()  # gaps of thousands: the max wins
 
 
+@pytest.mark.clause("P11.2", "P11.3")
 def test_tokens_are_integer_ids_on_the_logits_device():
     logits = seeded(3, 7, seed=10)
 
@@ -212,18 +255,26 @@ def test_tokens_are_integer_ids_on_the_logits_device():
 # ---- rejection: valid in every respect but one, before the generator is touched ----
 
 
-def rejects_before_drawing(argument: str, logits: torch.Tensor, **options) -> None:
-    generator = seeded_generator(23)
+def rejects_before_drawing(
+    argument: str | tuple[str, ...],
+    logits: torch.Tensor,
+    errors=BAD_VALUE,
+    values=(),
+    **options,
+) -> None:
+    generator = options.pop("generator", None) or seeded_generator(23)
     before = state(generator)
     with inputs_untouched(logits=logits):
         assert_rejects(
             lambda: drill.sample_next_token(logits, generator=generator, **options),
-            (ValueError, TypeError),
+            errors,
             argument,
+            values=values,
         )
     assert torch.equal(state(generator), before), "a rejected call advanced the generator"
 
 
+@pytest.mark.clause("P11.11", "P11.16")
 @pytest.mark.parametrize("poison", ["nan", "+inf", "all -inf"])
 def test_an_invalid_row_is_rejected_before_sampling(poison):
     logits = seeded(3, 6, seed=11)
@@ -235,20 +286,182 @@ def test_an_invalid_row_is_rejected_before_sampling(poison):
     rejects_before_drawing("logits", logits, temperature=1.0)
 
 
+@pytest.mark.clause("P11.11", "P11.16")
+def test_an_invalid_row_is_rejected_also_at_temperature_zero():
+    logits = seeded(3, 6, seed=32)
+    logits[2, 1] = math.nan
+
+    rejects_before_drawing("logits", logits, temperature=0.0)
+
+
+@pytest.mark.clause("P11.12", "P11.16")
 @pytest.mark.parametrize("temperature", [-0.5, math.nan, math.inf])
 def test_a_negative_or_non_finite_temperature_is_rejected(temperature):
-    rejects_before_drawing("temperature", seeded(3, 6, seed=12), temperature=temperature)
+    rejects_before_drawing(
+        "temperature", seeded(3, 6, seed=12), values=(temperature,), temperature=temperature
+    )
 
 
+@pytest.mark.clause("P11.13", "P11.16")
 @pytest.mark.parametrize("top_k", [-1, 7])
 def test_a_top_k_outside_the_vocabulary_is_rejected(top_k):
-    rejects_before_drawing("top_k", seeded(3, 6, seed=13), temperature=1.0, top_k=top_k)
+    rejects_before_drawing(
+        "top_k", seeded(3, 6, seed=13), values=(top_k,), temperature=1.0, top_k=top_k
+    )
 
 
+@pytest.mark.clause("P11.14", "P11.16")
 @pytest.mark.parametrize("top_p", [0.0, -0.1, 1.5, math.nan])
 def test_a_top_p_outside_zero_to_one_is_rejected(top_p):
-    rejects_before_drawing("top_p", seeded(3, 6, seed=14), temperature=1.0, top_p=top_p)
+    rejects_before_drawing(
+        "top_p", seeded(3, 6, seed=14), values=(top_p,), temperature=1.0, top_p=top_p
+    )
 
 
+@pytest.mark.clause("P11.10", "P11.16")
 def test_logits_that_are_not_a_batch_of_rows_are_rejected():
     rejects_before_drawing("logits", seeded(2, 3, 6, seed=15), temperature=1.0)
+
+
+@pytest.mark.clause("P11.10", "P11.16")
+@pytest.mark.parametrize("shape", [(6,), (0, 6), (3, 0)], ids=str)
+def test_logits_of_another_shape_are_rejected(shape):
+    logits = torch.zeros(shape, device=test_device())
+
+    rejects_before_drawing("logits", logits, temperature=1.0)
+
+
+@pytest.mark.clause("P11.10", "P11.16")
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.complex64])
+def test_logits_that_are_not_floating_are_rejected(dtype):
+    logits = seeded(3, 6, seed=33).to(dtype)
+
+    rejects_before_drawing("logits", logits, WRONG_KIND, temperature=1.0)
+
+
+@pytest.mark.clause("P11.10")
+def test_logits_that_are_not_a_tensor_are_rejected():
+    generator = seeded_generator(34)
+    before = state(generator)
+
+    assert_rejects(
+        lambda: drill.sample_next_token([[0.5, 1.0]], temperature=1.0, generator=generator),
+        WRONG_KIND,
+        "logits",
+    )
+    assert torch.equal(state(generator), before), "a rejected call advanced the generator"
+
+
+@pytest.mark.clause("P11.12", "P11.16")
+@pytest.mark.parametrize("temperature", [True, "1.0", None], ids=repr)
+def test_a_temperature_of_another_kind_is_rejected(temperature):
+    rejects_before_drawing(
+        "temperature", seeded(3, 6, seed=35), WRONG_KIND, temperature=temperature
+    )
+
+
+@pytest.mark.clause("P11.13", "P11.16")
+@pytest.mark.parametrize("top_k", [2.0, True], ids=repr)
+def test_a_top_k_of_another_kind_is_rejected(top_k):
+    rejects_before_drawing("top_k", seeded(3, 6, seed=36), WRONG_KIND, temperature=1.0, top_k=top_k)
+
+
+@pytest.mark.clause("P11.14", "P11.16")
+@pytest.mark.parametrize("top_p", [True, "0.5"], ids=repr)
+def test_a_top_p_of_another_kind_is_rejected(top_p):
+    rejects_before_drawing("top_p", seeded(3, 6, seed=37), WRONG_KIND, temperature=1.0, top_p=top_p)
+
+
+@pytest.mark.clause("P11.15")
+@pytest.mark.parametrize("generator", [None, 7], ids=repr)
+def test_a_generator_of_another_kind_is_rejected(generator):
+    logits = seeded(3, 6, seed=38)
+    with inputs_untouched(logits=logits):
+        assert_rejects(
+            lambda: drill.sample_next_token(logits, temperature=1.0, generator=generator),
+            WRONG_KIND,
+            "generator",
+        )
+
+
+@pytest.mark.clause("P11.15", "P11.16")
+def test_a_generator_on_another_device_than_the_logits_is_rejected():
+    logits = torch.empty(3, 6, device="meta")  # no generator lives on meta
+
+    rejects_before_drawing(("generator", "logits"), logits, temperature=1.0)
+
+
+@pytest.mark.clause("P11.1")
+def test_the_signature_takes_logits_positionally_and_the_rest_by_keyword():
+    logits = seeded(2, 5, seed=39)
+    generator = seeded_generator(40)
+
+    assert_binds(drill.sample_next_token, logits, temperature=1.0, generator=generator)
+    assert_binds(
+        drill.sample_next_token, logits, temperature=1.0, top_k=2, top_p=0.5, generator=generator
+    )
+    assert len(sample(logits, temperature=1.0, generator=generator)) == 2
+
+
+@pytest.mark.clause("P11.2", "P11.3", "P11.4")
+def test_greedy_ids_are_integers_one_per_row():
+    logits = seeded(3, 7, seed=41)
+
+    result = drill.sample_next_token(logits, temperature=0.0, generator=seeded_generator(42))
+
+    assert result.dtype != torch.bool and not result.is_complex()
+    assert drawn_tokens(result, 3) == logits.argmax(-1).tolist()
+
+
+@pytest.mark.clause("P11.3")
+def test_drawn_ids_are_not_booleans():
+    logits = seeded(3, 2, seed=43)
+
+    result = drill.sample_next_token(logits, temperature=1.0, generator=seeded_generator(44))
+
+    assert result.dtype != torch.bool and not result.is_complex()
+    drawn_tokens(result, 3)
+
+
+@pytest.mark.clause("P11.6")
+@pytest.mark.parametrize("temperature", [1.0, 2.0])
+def test_tokens_tied_with_the_kth_largest_stay_drawable(temperature):
+    row = torch.tensor([[3.0, 1.0, 2.0, 2.0, 0.0]], device=test_device())
+    logits = row.expand(400, 5).contiguous()
+
+    got = sample(logits, temperature=temperature, top_k=2, generator=seeded_generator(45))
+
+    assert set(got) == {0, 2, 3}
+
+
+@pytest.mark.clause("P11.9")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_a_tiny_positive_temperature_draws_each_rows_maximum(dtype):
+    logits = seeded(4, 9, seed=46, dtype=dtype)
+
+    got = sample_without_failing(logits, temperature=1e-30, generator=seeded_generator(47))
+
+    assert got == logits.float().argmax(dim=-1).tolist()
+
+
+@pytest.mark.clause("P11.17")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_the_logits_are_not_written(dtype):
+    logits = seeded(4, 9, seed=48, dtype=dtype)
+
+    with inputs_untouched(logits=logits):
+        sample(logits, temperature=0.7, top_k=4, top_p=0.8, generator=seeded_generator(49))
+
+
+@pytest.mark.clause("P11.18")
+def test_the_global_rng_is_not_advanced():
+    logits = seeded(4, 9, seed=50)
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    before_cuda = torch.cuda.get_rng_state() if logits.is_cuda else None
+
+    sample(logits, temperature=1.0, generator=seeded_generator(51))
+
+    assert torch.equal(torch.get_rng_state(), before), "the global RNG was used"
+    if before_cuda is not None:
+        assert torch.equal(torch.cuda.get_rng_state(), before_cuda), "the global RNG was used"

@@ -9,8 +9,16 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, boundary_settings, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit import (
+    BAD_VALUE,
+    WRONG_KIND,
+    assert_close,
+    assert_rejects,
+    boundary_settings,
+    candidate,
+    test_device,
+)
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P12_MODULE")
 
@@ -55,6 +63,7 @@ def floats(rows) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.float32, device=test_device())
 
 
+@pytest.mark.clause("P12.2", "P12.4")
 def test_the_k_best_extensions_match_the_loop_oracle():
     scores = seeded(2, 3, seed=1) - 2
     logits = seeded(2, 3, 7, seed=2) * 2
@@ -67,6 +76,7 @@ def test_the_k_best_extensions_match_the_loop_oracle():
                  device=got_scores.device), "beam scores")  # fmt: skip
 
 
+@pytest.mark.clause("P12.2", "P12.4", "P12.5")
 @boundary_settings(20)
 @given(
     B=st.integers(1, 3),
@@ -86,6 +96,7 @@ def test_any_small_shape_matches_the_loop_oracle(B, K, V, seed):
                  device=got_scores.device), "beam scores")  # fmt: skip
 
 
+@pytest.mark.clause("P12.4")
 def test_scores_are_log_probabilities_not_raw_logits():
     scores = floats([[-1.0, -1.5]])
     logits = seeded(1, 2, 5, seed=3)
@@ -98,6 +109,7 @@ def test_scores_are_log_probabilities_not_raw_logits():
     assert_close(moved[0], got[0], "scores after shifting each beam's logits")
 
 
+@pytest.mark.clause("P12.5")
 def test_ties_go_to_the_lower_parent_then_the_lower_token():
     scores = floats([[-1.0, -1.0, -5.0]])
     same = [0.0, 2.0, 2.0, 1.0]
@@ -108,6 +120,7 @@ def test_ties_go_to_the_lower_parent_then_the_lower_token():
     assert parents == [[0, 0, 1]] and tokens == [[1, 2, 1]]
 
 
+@pytest.mark.clause("P12.4")
 def test_the_first_step_expands_only_the_live_beam():
     scores = floats([[0.0, -math.inf, -math.inf]])
     logits = seeded(1, 3, 5, seed=4)
@@ -119,6 +132,7 @@ def test_the_first_step_expands_only_the_live_beam():
     assert torch.isfinite(got_scores).all()
 
 
+@pytest.mark.clause("P12.6")
 def test_a_finished_beam_carries_eos_at_its_score_and_is_not_expanded():
     scores = floats([[-0.5, -0.7, -9.0]])
     logits = seeded(1, 3, 4, seed=5)
@@ -134,6 +148,7 @@ def test_a_finished_beam_carries_eos_at_its_score_and_is_not_expanded():
                  device=got_scores.device), "scores with a finished beam")  # fmt: skip
 
 
+@pytest.mark.clause("P12.6")
 @boundary_settings(20)
 @given(data=st.data())
 def test_any_mix_of_finished_and_live_beams_matches_the_loop_oracle(data):
@@ -153,12 +168,14 @@ def test_any_mix_of_finished_and_live_beams_matches_the_loop_oracle(data):
                  device=got_scores.device), "scores with finished beams")  # fmt: skip
 
 
+@pytest.mark.clause("P12.4")
 def test_new_scores_are_sorted_descending():
     new_scores, _, _ = step(seeded(3, 4, seed=6), seeded(3, 4, 9, seed=7))
 
     assert torch.equal(new_scores, new_scores.sort(dim=-1, descending=True).values)
 
 
+@pytest.mark.clause("P12.15")
 def test_the_inputs_are_not_written():
     scores, logits = seeded(2, 3, seed=8), seeded(2, 3, 5, seed=9)
     finished = torch.tensor([[False, True, False], [True, False, False]], device=test_device())
@@ -170,28 +187,225 @@ def test_the_inputs_are_not_written():
 # ---- rejection: valid in every respect but one ----
 
 
-def rejects(argument, *args, **kwargs):
+def rejects(argument, *args, errors=BAD_VALUE, values=(), **kwargs):
     tensors = {f"arg{i}": a for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+    tensors = {name: t for name, t in tensors.items() if not t.is_meta}
     with inputs_untouched(**tensors):
-        assert_rejects(lambda: drill.beam_step(*args, **kwargs), (ValueError, TypeError), argument)
+        assert_rejects(lambda: drill.beam_step(*args, **kwargs), errors, argument, values=values)
 
 
+def no_beam_finished() -> torch.Tensor:
+    return torch.zeros(2, 3, dtype=torch.bool, device=test_device())
+
+
+@pytest.mark.clause("P12.9")
 def test_logits_with_another_beam_count_are_rejected():
     rejects(("logits", "scores"), seeded(2, 3, seed=10), seeded(2, 4, 5, seed=11))
 
 
+@pytest.mark.clause("P12.10")
 def test_a_nan_score_in_a_later_row_is_rejected():
     scores = seeded(2, 3, seed=12)
     scores[1, 2] = math.nan
     rejects("scores", scores, seeded(2, 3, 5, seed=13))
 
 
+@pytest.mark.clause("P12.12")
 def test_finished_of_another_shape_is_rejected():
     finished = torch.zeros(2, 2, dtype=torch.bool, device=test_device())
     rejects("finished", seeded(2, 3, seed=14), seeded(2, 3, 5, seed=15), finished, eos_token_id=1)
 
 
+@pytest.mark.clause("P12.13")
 def test_an_eos_token_outside_the_vocabulary_is_rejected():
     finished = torch.zeros(2, 3, dtype=torch.bool, device=test_device())
     rejects("eos_token_id", seeded(2, 3, seed=16), seeded(2, 3, 5, seed=17), finished,
-            eos_token_id=5)  # fmt: skip
+            eos_token_id=5, values=(5,))  # fmt: skip
+
+
+@pytest.mark.clause("P12.1")
+def test_the_signature_takes_the_documented_arguments():
+    scores, logits = seeded(2, 3, seed=30), seeded(2, 3, 5, seed=31)
+    finished = no_beam_finished()
+
+    assert_binds(drill.beam_step, scores, logits)
+    assert_binds(drill.beam_step, scores, logits, finished, eos_token_id=1)
+    assert step(scores, logits, finished, eos_token_id=1)[1:] == step(scores, logits)[1:]
+
+
+@pytest.mark.clause("P12.3")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_scores_are_fp32_or_wider_and_ids_are_integers(dtype):
+    scores, logits = seeded(2, 3, seed=32).to(dtype), seeded(2, 3, 5, seed=33).to(dtype)
+
+    new_scores, tokens, parents = drill.beam_step(scores, logits)
+
+    assert new_scores.dtype in (torch.float32, torch.float64), f"scores are {new_scores.dtype}"
+    for name, ids in (("tokens", tokens), ("parents", parents)):
+        assert not ids.is_floating_point() and not ids.is_complex(), f"{name}: {ids.dtype}"
+        assert ids.dtype != torch.bool, f"{name} are bools"
+
+
+@pytest.mark.clause("P12.4")
+def test_half_inputs_match_the_loop_oracle_on_their_values():
+    scores = (seeded(2, 3, seed=34) - 2).to(torch.bfloat16)
+    logits = (seeded(2, 3, 7, seed=35) * 2).to(torch.bfloat16)
+
+    got_scores, tokens, parents = step(scores, logits)
+
+    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits)
+    assert (tokens, parents) == (want_tokens, want_parents)
+    want = torch.tensor(want_scores, dtype=torch.float64, device=got_scores.device)
+    assert_close(got_scores.double(), want, "beam scores of bf16 inputs")
+
+
+@pytest.mark.clause("P12.5")
+def test_ties_on_a_later_row_go_to_the_lower_flat_index():
+    scores = floats([[-3.0, -1.0, -2.0], [-1.0, -1.0, -1.0]])
+    same = [1.0, 1.0, 0.0, 1.0]
+    logits = floats([[[0.0, 1.0, 2.0, 3.0]] * 3, [same, same, same]])
+
+    _, tokens, parents = step(scores, logits)
+
+    assert parents[1] == [0, 0, 0] and tokens[1] == [0, 1, 3]
+
+
+@pytest.mark.clause("P12.5", "P12.6")
+def test_a_finished_beam_tied_with_a_live_candidate_follows_the_tie_rule():
+    # Row 1: beam 1 is finished at -1.0; beam 0's best candidate also scores -1.0 exactly
+    # (its logits make token 0 certain), so the lower parent (beam 0) comes first.
+    scores = floats([[-0.5, -0.6, -0.7], [-1.0, -1.0, -9.0]])
+    logits = floats([[[0.0, 1.0, 2.0]] * 3, [[0.0, -math.inf, -math.inf], [5.0, 0.0, 1.0],
+                     [0.0, 0.0, 0.0]]])  # fmt: skip
+    finished = torch.tensor([[False] * 3, [False, True, False]], device=test_device())
+
+    got_scores, tokens, parents = step(scores, logits, finished, eos_token_id=2)
+
+    assert parents[1][:2] == [0, 1] and tokens[1][:2] == [0, 2]
+    assert got_scores[1, :2].tolist() == [-1.0, -1.0]
+
+
+@pytest.mark.clause("P12.6")
+def test_a_finished_beam_beaten_by_k_candidates_drops_out():
+    scores = floats([[-0.1, -0.2], [-0.1, -20.0]])
+    logits = floats([[[0.0, 0.0, 0.0]] * 2, [[9.0, 9.0, 0.0], [0.0, 9.0, 0.0]]])
+    finished = torch.tensor([[False, False], [False, True]], device=test_device())
+
+    got_scores, tokens, parents = step(scores, logits, finished, eos_token_id=2)
+
+    assert parents[1] == [0, 0] and tokens[1] == [0, 1], "row 1 keeps beam 0's two best"
+    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos=2)
+    assert (tokens, parents) == (want_tokens, want_parents)
+
+
+@pytest.mark.clause("P12.6")
+def test_a_finished_beam_keeps_exactly_one_candidate_whatever_its_logits():
+    scores = floats([[-0.3, -0.2, -0.1]])
+    logits = floats([[[0.0, 0.0, 0.0, 0.0]] * 3])
+    finished = torch.tensor([[False, False, True]], device=test_device())
+
+    got_scores, tokens, parents = step(scores, logits, finished, eos_token_id=1)
+
+    assert parents[0].count(2) == 1, "the finished beam multiplied"
+    assert (parents[0][0], tokens[0][0]) == (2, 1)
+    assert got_scores[0, 0].item() == pytest.approx(-0.1)
+
+
+@pytest.mark.clause("P12.7")
+def test_a_row_is_ranked_the_same_alone_and_in_a_batch():
+    scores = seeded(3, 3, seed=36) * floats([[1.0], [10.0], [0.1]]) - 1
+    logits = seeded(3, 3, 6, seed=37) * 2
+
+    batched = step(scores, logits)
+
+    for b in range(3):
+        alone = step(scores[b : b + 1].clone(), logits[b : b + 1].clone())
+        assert (alone[1], alone[2]) == ([batched[1][b]], [batched[2][b]]), f"row {b}"
+        assert_close(alone[0], batched[0][b : b + 1], f"row {b} scores")
+
+
+@pytest.mark.clause("P12.8")
+@pytest.mark.parametrize("bad", ["int64", "list", "1-D"])
+def test_scores_of_another_kind_or_rank_are_rejected(bad):
+    scores = seeded(2, 3, seed=38)
+    scores = {"int64": scores.long(), "list": scores.tolist(), "1-D": scores.flatten()}[bad]
+    logits = seeded(2, 3, 5, seed=39)
+    if bad == "1-D":
+        logits = logits.reshape(1, 6, 5)
+    rejects("scores", scores, logits, errors=WRONG_KIND)
+
+
+@pytest.mark.clause("P12.9")
+@pytest.mark.parametrize("bad", ["int64", "2-D", "V=0", "another B"])
+def test_logits_of_another_kind_or_shape_are_rejected(bad):
+    scores, logits = seeded(2, 3, seed=40), seeded(2, 3, 5, seed=41)
+    logits = {
+        "int64": logits.long(),
+        "2-D": logits[:, :, 0],
+        "V=0": logits[:, :, :0],
+        "another B": seeded(3, 3, 5, seed=41),
+    }[bad]
+    rejects(("logits", "scores"), scores, logits, errors=WRONG_KIND)
+
+
+@pytest.mark.clause("P12.10")
+def test_a_plus_inf_score_in_a_later_row_is_rejected():
+    scores = seeded(2, 3, seed=42)
+    scores[1, 0] = math.inf
+    rejects("scores", scores, seeded(2, 3, 5, seed=43))
+
+
+@pytest.mark.clause("P12.11")
+@pytest.mark.parametrize("poison", ["nan", "+inf", "no finite logit"])
+def test_logits_without_log_probabilities_in_a_later_row_are_rejected(poison):
+    logits = seeded(2, 3, 5, seed=44)
+    if poison == "no finite logit":
+        logits[1, 2] = -math.inf
+    else:
+        logits[1, 2, 3] = float(poison.lstrip("+"))
+    rejects("logits", seeded(2, 3, seed=45), logits)
+
+
+@pytest.mark.clause("P12.11", "P12.6")
+def test_a_finished_beam_may_hold_logits_with_no_finite_value():
+    scores, logits = seeded(2, 3, seed=46), seeded(2, 3, 5, seed=47)
+    logits[1, 2] = -math.inf
+    finished = torch.tensor([[False] * 3, [False, False, True]], device=test_device())
+
+    got_scores, tokens, parents = step(scores, logits, finished, eos_token_id=4)
+
+    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos=4)
+    assert (tokens, parents) == (want_tokens, want_parents)
+
+
+@pytest.mark.clause("P12.12")
+@pytest.mark.parametrize("bad", ["int 0/1", "list"])
+def test_finished_that_is_not_a_bool_tensor_is_rejected(bad):
+    finished = no_beam_finished()
+    finished[1, 1] = True
+    finished = finished.long() if bad == "int 0/1" else finished.tolist()
+    rejects("finished", seeded(2, 3, seed=48), seeded(2, 3, 5, seed=49), finished,
+            eos_token_id=1, errors=WRONG_KIND)  # fmt: skip
+
+
+@pytest.mark.clause("P12.13")
+@pytest.mark.parametrize("eos", [None, True, 1.0, -1], ids=repr)
+def test_finished_without_a_valid_eos_token_is_rejected(eos):
+    finished = no_beam_finished()
+    finished[1, 0] = True
+    values = (eos,) if eos == -1 else ()
+    rejects("eos_token_id", seeded(2, 3, seed=50), seeded(2, 3, 5, seed=51), finished,
+            eos_token_id=eos, errors=WRONG_KIND, values=values)  # fmt: skip
+
+
+@pytest.mark.clause("P12.14")
+@pytest.mark.parametrize("where", ["scores", "logits", "finished"])
+def test_meta_tensors_are_rejected(where):
+    args = {"scores": seeded(2, 3, seed=52), "logits": seeded(2, 3, 5, seed=53),
+            "finished": no_beam_finished()}  # fmt: skip
+    if where == "scores":
+        args = {name: t.to("meta") for name, t in args.items()}
+    else:
+        args[where] = args[where].to("meta")
+    named = ("scores", "logits", "finished") if where == "scores" else where  # all on meta
+    rejects(named, args["scores"], args["logits"], args["finished"], eos_token_id=1)

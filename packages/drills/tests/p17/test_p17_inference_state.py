@@ -63,28 +63,33 @@ def standard() -> tuple[nn.Module, torch.Tensor]:
     return Noisy(16, 0.5, seed=1), seeded(4, 16, seed=3)
 
 
+@pytest.mark.clause("P17.2")
 def test_report_covers_exactly_the_six_mode_combinations_with_boolean_answers():
     probe(*standard())
 
 
+@pytest.mark.clause("P17.3")
 def test_dropout_follows_the_module_mode_only():
     report = probe(*standard())
 
     assert column(report, "dropout") == expect(lambda m, g: m == "train")
 
 
+@pytest.mark.clause("P17.4")
 def test_grad_recording_follows_the_grad_mode_only():
     report = probe(*standard())
 
     assert column(report, "records_grad") == expect(lambda m, g: g == "grad")
 
 
+@pytest.mark.clause("P17.5")
 def test_only_inference_mode_outputs_are_inference_tensors():
     report = probe(*standard())
 
     assert column(report, "inference_tensor") == expect(lambda m, g: g == "inference_mode")
 
 
+@pytest.mark.clause("P17.6")
 def test_only_inference_mode_outputs_cannot_be_saved_for_backward():
     # A no_grad output records nothing but is an ordinary tensor: autograd may still save it.
     report = probe(*standard())
@@ -92,12 +97,14 @@ def test_only_inference_mode_outputs_cannot_be_saved_for_backward():
     assert column(report, "autograd_ok") == expect(lambda m, g: g != "inference_mode")
 
 
+@pytest.mark.clause("P17.3")
 def test_a_module_without_dropout_reports_no_dropout_in_train_mode():
     report = probe(Noisy(16, 0.0, seed=4), seeded(4, 16, seed=5))
 
     assert column(report, "dropout") == expect(lambda m, g: False)
 
 
+@pytest.mark.clause("P17.4", "P17.6")
 def test_frozen_parameters_and_a_plain_input_record_no_grad_in_any_mode():
     module = Noisy(16, 0.5, seed=6).requires_grad_(False)
 
@@ -107,6 +114,7 @@ def test_frozen_parameters_and_a_plain_input_record_no_grad_in_any_mode():
     assert column(report, "autograd_ok") == expect(lambda m, g: g != "inference_mode")
 
 
+@pytest.mark.clause("P17.4")
 def test_an_input_that_requires_grad_is_recorded_through_frozen_parameters():
     module = Noisy(16, 0.5, seed=8).requires_grad_(False)
     x = seeded(4, 16, seed=9).requires_grad_()
@@ -116,6 +124,7 @@ def test_an_input_that_requires_grad_is_recorded_through_frozen_parameters():
     assert column(report, "records_grad") == expect(lambda m, g: g == "grad")
 
 
+@pytest.mark.clause("P17.4", "P17.10")
 def test_grad_rows_record_even_when_the_probe_is_called_under_no_grad():
     with torch.no_grad():
         report = probe(*standard())
@@ -124,6 +133,7 @@ def test_grad_rows_record_even_when_the_probe_is_called_under_no_grad():
     assert column(report, "records_grad") == expect(lambda m, g: g == "grad")
 
 
+@pytest.mark.clause("P17.3", "P17.4", "P17.5", "P17.6")
 @settings(max_examples=15, deadline=None)
 @given(
     p=st.sampled_from([0.0, 0.3, 0.9]),
@@ -145,6 +155,7 @@ def test_every_answer_is_what_the_two_switches_predict(p, trainable, rows, seed)
 # ---- what the probe leaves behind ----
 
 
+@pytest.mark.clause("P17.11")
 @pytest.mark.parametrize(
     ("parent", "child"), [(True, False), (False, True)], ids=["train-over-eval", "eval-over-train"]
 )
@@ -158,6 +169,7 @@ def test_each_submodules_own_mode_is_restored(parent, child):
     assert (module.training, module.linear.training) == (parent, child)
 
 
+@pytest.mark.clause("P17.12")
 def test_parameters_and_their_grads_are_left_as_they_were():
     module = Noisy(16, 0.5, seed=12)
     module.linear.bias.grad = seeded(16, seed=13)
@@ -174,6 +186,7 @@ def test_parameters_and_their_grads_are_left_as_they_were():
     assert torch.equal(module.linear.weight, weight) and torch.equal(module.linear.bias, bias)
 
 
+@pytest.mark.clause("P17.10")
 def test_the_input_is_not_written_and_the_global_modes_are_restored():
     module, x = standard()
 
@@ -194,6 +207,7 @@ class Counting(Noisy):
         return super().forward(x)
 
 
+@pytest.mark.clause("P17.7")
 def test_a_module_that_is_not_an_nn_module_is_rejected():
     x = seeded(4, 16, seed=15)
     plain_function = Noisy(16, 0.5, seed=16).forward
@@ -206,6 +220,7 @@ def test_a_module_that_is_not_an_nn_module_is_rejected():
         )
 
 
+@pytest.mark.clause("P17.8")
 def test_an_input_that_is_not_a_tensor_is_rejected_before_the_module_runs():
     module = Counting(16, 0.5, seed=17)
     Counting.calls = 0
@@ -215,3 +230,80 @@ def test_an_input_that_is_not_a_tensor_is_rejected_before_the_module_runs():
     )
     assert Counting.calls == 0, "the module ran before the input was rejected"
     assert module.training, "the module's mode changed before the input was rejected"
+
+
+@pytest.mark.clause("P17.8")
+def test_a_meta_input_is_rejected_before_the_module_runs():
+    module = Counting(16, 0.5, seed=18)
+    Counting.calls = 0
+
+    assert_rejects(
+        lambda: drill.probe_inference_state(module, torch.empty(4, 16, device="meta")),
+        (TypeError, ValueError),
+        "x",
+    )
+    assert Counting.calls == 0, "the module ran before the meta input was rejected"
+
+
+class Paired(Noisy):
+    """Returns (output, output): not one tensor."""
+
+    def forward(self, x: torch.Tensor):  # type: ignore[override]
+        out = super().forward(x)
+        return out, out
+
+
+class Rounded(Noisy):
+    """Returns an integer tensor: nothing to differentiate."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x).round().long()
+
+
+@pytest.mark.clause("P17.9")
+@pytest.mark.parametrize("kind", [Paired, Rounded], ids=["tuple", "integer"])
+def test_a_module_whose_output_is_not_one_floating_tensor_is_rejected_and_left_as_it_was(kind):
+    module = kind(16, 0.5, seed=19)
+    module.train(False)
+    module.linear.train(True)
+    module.linear.bias.grad = seeded(16, seed=20)
+    x = seeded(4, 16, seed=21)
+    before = module.linear.weight.detach().clone(), module.linear.bias.grad.clone()
+
+    with inputs_untouched(x=x):
+        assert_rejects(
+            lambda: drill.probe_inference_state(module, x), (TypeError, ValueError), "module"
+        )
+
+    assert (module.training, module.linear.training) == (False, True), "flags not restored"
+    assert module.linear.weight.grad is None, "a .grad was created"
+    assert torch.equal(module.linear.weight, before[0]) and torch.equal(
+        module.linear.bias.grad, before[1]
+    )
+    assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+
+
+@pytest.mark.clause("P17.1")
+def test_the_probe_takes_the_module_and_the_input_positionally():
+    module, x = standard()
+    try:
+        report = drill.probe_inference_state(module, x)
+    except TypeError as error:  # a signature mismatch, not a rejected value
+        raise AssertionError(
+            f"probe_inference_state(module, x) raised TypeError: {error}"
+        ) from error
+    assert len(report) == 6
+
+
+@pytest.mark.clause("P17.13")
+def test_each_call_returns_a_report_of_its_own():
+    module, x = standard()
+    first = drill.probe_inference_state(module, x)
+    key = ("eval", "grad")
+    entry = first[key]
+    first.clear()
+
+    second = drill.probe_inference_state(module, x)
+
+    assert len(second) == 6, "editing one report changed the next"
+    assert second is not first and second[key] is not entry, "the report objects are shared"

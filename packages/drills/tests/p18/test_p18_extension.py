@@ -13,6 +13,7 @@ drill = candidate("DRILL_P18_MODULE")
 pytestmark = [pytest.mark.owner("p18"), pytest.mark.extension]
 
 
+@pytest.mark.clause("P18.18")
 def test_causal_with_fewer_queries_than_keys_is_sdpas_top_left_triangle():
     q, k, v = seeded(1, 2, 2, 4, seed=1), seeded(1, 2, 5, 4, seed=2), seeded(1, 2, 5, 4, seed=3)
 

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from gptlab_testkit import assert_close, assert_rejects, candidate
 from gptlab_testkit.oracles import inputs_untouched, loop_attention, seeded
 
+WRONG_KIND = (TypeError, ValueError)  # the wrong kind of object or dtype: either is accepted
+
 drill = candidate("DRILL_P18_MODULE")
 
 pytestmark = [pytest.mark.owner("p18"), pytest.mark.contract]
@@ -31,6 +33,7 @@ def some_allowed(*shape: int, seed: int) -> torch.Tensor:
     return allowed
 
 
+@pytest.mark.clause("P18.4", "P18.2")
 @pytest.mark.parametrize(("L", "S"), [(5, 5), (2, 6)])
 def test_unmasked_attention_equals_sdpa(L, S):
     q, k, v = qkv(2, 3, 3, L, S, 8, seed=1)
@@ -41,6 +44,7 @@ def test_unmasked_attention_equals_sdpa(L, S):
     assert_close(got, F.scaled_dot_product_attention(q, k, v), f"L={L}, S={S} vs SDPA")
 
 
+@pytest.mark.clause("P18.4")
 def test_each_query_spreads_weights_summing_to_one_over_the_keys():
     # With every value equal to one, the output is the sum of a query's weights.
     q, k, _ = qkv(2, 2, 2, 3, 7, 4, seed=4)
@@ -50,6 +54,7 @@ def test_each_query_spreads_weights_summing_to_one_over_the_keys():
     assert_close(got, torch.ones(2, 2, 3, 4), "attention over all-one values")
 
 
+@pytest.mark.clause("P18.4")
 def test_default_scale_is_one_over_sqrt_head_dim():
     q, k, v = qkv(1, 2, 2, 4, 4, 16, seed=7)
 
@@ -59,6 +64,7 @@ def test_default_scale_is_one_over_sqrt_head_dim():
     assert_close(got.double(), want, "default scale vs 1/sqrt(16) loop oracle")
 
 
+@pytest.mark.clause("P18.5")
 def test_an_explicit_scale_replaces_the_default():
     q, k, v = qkv(2, 2, 2, 3, 5, 8, seed=10)
 
@@ -67,6 +73,19 @@ def test_an_explicit_scale_replaces_the_default():
     assert_close(got, F.scaled_dot_product_attention(q, k, v, scale=0.7), "scale=0.7 vs SDPA")
 
 
+@pytest.mark.clause("P18.5")
+def test_an_explicit_scale_with_a_mask_matches_the_loop_oracle():
+    # softmax(q k^T * s) = softmax((q * s * sqrt(D)) k^T / sqrt(D)): the oracle's default scale.
+    q, k, v = qkv(2, 4, 2, 3, 5, 4, seed=11)
+    allowed = some_allowed(2, 1, 3, 5, seed=12)
+
+    got = drill.reference_attention(q, k, v, allowed, scale=1.9)
+
+    want = loop_attention(q * 1.9 * 2.0, k, v, allowed)
+    assert_close(got.double(), want, "scale=1.9 with a mask vs loop oracle")
+
+
+@pytest.mark.clause("P18.6")
 def test_causal_attention_equals_sdpa_is_causal():
     q, k, v = qkv(2, 2, 2, 6, 6, 4, seed=13)
 
@@ -76,6 +95,17 @@ def test_causal_attention_equals_sdpa_is_causal():
     assert_close(got, want, "is_causal vs SDPA")
 
 
+@pytest.mark.clause("P18.6")
+def test_causal_grouped_attention_matches_the_loop_oracle():
+    q, k, v = qkv(2, 4, 2, 5, 5, 4, seed=14)
+
+    got = drill.reference_attention(q, k, v, is_causal=True)
+
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    assert_close(got.double(), loop_attention(q, k, v, causal), "is_causal vs loop oracle")
+
+
+@pytest.mark.clause("P18.7")
 def test_a_boolean_mask_means_true_may_attend():
     q, k, v = qkv(2, 2, 2, 4, 6, 4, seed=16)
     allowed = some_allowed(2, 1, 4, 6, seed=19)
@@ -86,6 +116,7 @@ def test_a_boolean_mask_means_true_may_attend():
     assert_close(got, want, "boolean mask vs SDPA")
 
 
+@pytest.mark.clause("P18.7")
 def test_a_float_mask_is_added_to_the_scores():
     q, k, v = qkv(2, 2, 2, 3, 5, 4, seed=20)
     bias = seeded(2, 1, 3, 5, seed=23) * 2
@@ -96,6 +127,7 @@ def test_a_float_mask_is_added_to_the_scores():
     assert_close(got, want, "additive float mask vs SDPA")
 
 
+@pytest.mark.clause("P18.7")
 def test_a_two_dimensional_mask_broadcasts_over_batch_and_heads():
     q, k, v = qkv(2, 2, 2, 4, 4, 4, seed=24)
     allowed = some_allowed(4, 4, seed=27)
@@ -105,6 +137,7 @@ def test_a_two_dimensional_mask_broadcasts_over_batch_and_heads():
     assert_close(got.double(), loop_attention(q, k, v, allowed), "[L, S] mask vs loop oracle")
 
 
+@pytest.mark.clause("P18.8")
 @pytest.mark.parametrize("group", [2, 4])
 def test_grouped_query_heads_read_their_own_kv_head(group):
     q, k, v = qkv(2, 2 * group, 2, 3, 5, 4, seed=28)
@@ -116,6 +149,7 @@ def test_grouped_query_heads_read_their_own_kv_head(group):
     assert_close(got, want, f"GQA group {group} vs repeat_interleave + SDPA")
 
 
+@pytest.mark.clause("P18.2", "P18.4", "P18.7", "P18.8")
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_any_small_shape_and_mask_matches_the_loop_oracle(data):
@@ -135,6 +169,7 @@ def test_any_small_shape_and_mask_matches_the_loop_oracle(data):
     assert_close(got.double(), loop_attention(q, k, v, allowed), "attention vs loop oracle")
 
 
+@pytest.mark.clause("P18.10")
 def test_two_calls_are_identical_and_draw_no_randomness():
     q, k, v = qkv(2, 2, 2, 5, 5, 4, seed=31)
     rng = torch.get_rng_state()
@@ -146,6 +181,7 @@ def test_two_calls_are_identical_and_draw_no_randomness():
     assert torch.equal(torch.get_rng_state(), rng), "the call drew from the global generator"
 
 
+@pytest.mark.clause("P18.3", "P18.9")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_keeps_its_dtype_and_stays_close_to_fp32(dtype):
     q, k, v = qkv(2, 4, 2, 4, 6, 8, seed=34)
@@ -158,6 +194,7 @@ def test_half_precision_keeps_its_dtype_and_stays_close_to_fp32(dtype):
     assert_close(got.float(), want, f"{dtype} attention", atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.clause("P18.17")
 def test_inputs_and_mask_are_not_written():
     q, k, v = qkv(2, 2, 1, 3, 4, 4, seed=38)
     allowed = some_allowed(2, 1, 3, 4, seed=41)
@@ -174,24 +211,28 @@ def valid_call() -> dict[str, torch.Tensor]:
     return {"q": q, "k": k, "v": v}
 
 
+@pytest.mark.clause("P18.12")
 def test_query_heads_not_a_multiple_of_kv_heads_are_rejected():
     call = {**valid_call(), "q": seeded(2, 3, 3, 4, seed=45)}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.reference_attention(**call), ValueError, ("q", "k"))
 
 
+@pytest.mark.clause("P18.13")
 def test_keys_and_values_of_different_lengths_are_rejected():
     call = {**valid_call(), "v": seeded(2, 2, 4, 4, seed=46)}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.reference_attention(**call), ValueError, ("v", "k"))
 
 
+@pytest.mark.clause("P18.14")
 def test_a_key_head_dim_unlike_the_querys_is_rejected():
     call = {**valid_call(), "k": seeded(2, 2, 5, 3, seed=47)}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.reference_attention(**call), ValueError, ("k", "q"))
 
 
+@pytest.mark.clause("P18.15")
 def test_a_mask_that_does_not_broadcast_to_the_scores_is_rejected():
     call = valid_call()
     mask = torch.ones(2, 1, 3, 4, dtype=torch.bool)  # S is 5
@@ -201,3 +242,129 @@ def test_a_mask_that_does_not_broadcast_to_the_scores_is_rejected():
             ValueError,
             ("attn_mask", "mask"),
         )
+
+
+@pytest.mark.clause("P18.14")
+def test_keys_of_batch_one_against_queries_of_batch_two_are_rejected():
+    call = valid_call()
+    call = {**call, "k": call["k"][:1].clone(), "v": call["v"][:1].clone()}
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.reference_attention(**call), ValueError, ("k", "q", "v"))
+
+
+@pytest.mark.clause("P18.11")
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+def test_a_tensor_that_is_not_four_dimensional_is_rejected(name):
+    call = valid_call()
+    call[name] = call[name][0].clone()
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.reference_attention(**call), WRONG_KIND, name)
+
+
+@pytest.mark.clause("P18.11")
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [("q", torch.int64), ("k", torch.float64), ("v", torch.float16)],
+    ids=["integer-q", "float64-k", "float16-v"],
+)
+def test_an_integer_tensor_or_a_dtype_unlike_qs_is_rejected(name, dtype):
+    call = valid_call()
+    call[name] = call[name].to(dtype)
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.reference_attention(**call), WRONG_KIND, name)
+
+
+@pytest.mark.clause("P18.15")
+@pytest.mark.parametrize("kind", ["0/1 integers", "a list"])
+def test_a_mask_that_is_neither_bool_nor_float_is_rejected(kind):
+    call = valid_call()
+    allowed = some_allowed(2, 1, 3, 5, seed=48)
+    mask = allowed.long() if kind == "0/1 integers" else allowed.tolist()
+    with inputs_untouched(**call):
+        assert_rejects(
+            lambda: drill.reference_attention(call["q"], call["k"], call["v"], mask),
+            WRONG_KIND,
+            ("attn_mask", "mask"),
+        )
+
+
+@pytest.mark.clause("P18.16")
+@pytest.mark.parametrize("scale", [float("nan"), float("inf"), True, "0.5"], ids=repr)
+def test_a_scale_that_is_not_a_finite_number_is_rejected(scale):
+    call = valid_call()
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.reference_attention(**call, scale=scale), WRONG_KIND, "scale")
+
+
+@pytest.mark.clause("P18.16")
+@pytest.mark.parametrize("is_causal", [1, "yes", None], ids=repr)
+def test_is_causal_that_is_not_a_bool_is_rejected(is_causal):
+    call = valid_call()
+    with inputs_untouched(**call):
+        assert_rejects(
+            lambda: drill.reference_attention(**call, is_causal=is_causal), WRONG_KIND, "is_causal"
+        )
+
+
+@pytest.mark.clause("P18.1")
+def test_the_mask_is_taken_positionally_and_the_options_by_keyword():
+    q, k, v = qkv(1, 2, 2, 3, 3, 4, seed=49)
+    allowed = some_allowed(3, 3, seed=50)
+    try:
+        got = drill.reference_attention(q, k, v, allowed, is_causal=False, scale=None)
+    except TypeError as error:  # a signature mismatch, not a rejected value
+        raise AssertionError(f"reference_attention(q, k, v, mask, ...) raised {error}") from error
+    assert_close(got.double(), loop_attention(q, k, v, allowed), "mask given positionally")
+
+
+@pytest.mark.clause("P18.2")
+def test_values_with_another_head_dim_give_outputs_of_that_head_dim():
+    q, k, _ = qkv(2, 4, 2, 3, 5, 4, seed=51)
+    v = seeded(2, 2, 5, 6, seed=52)
+    allowed = some_allowed(2, 1, 3, 5, seed=53)
+
+    got = drill.reference_attention(q, k, v, allowed)
+
+    assert tuple(got.shape) == (2, 4, 3, 6), f"Dv = 6 gave {tuple(got.shape)}"
+    repeated = (k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1))
+    want = F.scaled_dot_product_attention(q, *repeated, attn_mask=allowed)
+    assert_close(got, want, "Dv != D vs repeat_interleave + SDPA")
+
+
+@pytest.mark.clause("P18.3")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_output_has_the_querys_dtype(dtype):
+    q, k, v = (t.to(dtype) for t in qkv(2, 2, 1, 3, 4, 4, seed=54))
+
+    got = drill.reference_attention(q, k, v)
+
+    assert got.dtype == dtype, f"{dtype} inputs returned {got.dtype}"
+    assert_close(got.double(), loop_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool)), "out")
+
+
+@pytest.mark.clause("P18.9")
+@pytest.mark.parametrize("masked", [False, True], ids=["unmasked", "masked"])
+def test_float16_scores_past_its_range_are_computed_in_float32(masked):
+    # Entries of 40 over D = 64 give raw scores near 1e5 > 65504, float16's largest value.
+    q, k, v = qkv(1, 2, 2, 3, 4, 64, seed=55)
+    signs = q[:, :, :1].sign()  # every query and key points the same way: q . k ~ 64 * 1600
+    q, k = (signs * 40).expand_as(q).half(), (signs * 40 + k).half()
+    v = v.half()
+    allowed = some_allowed(3, 4, seed=56) if masked else torch.ones(3, 4, dtype=torch.bool)
+
+    got = drill.reference_attention(q, k, v, allowed if masked else None)
+
+    want = loop_attention(q.double(), k.double(), v.double(), allowed)
+    assert got.dtype == torch.float16, f"float16 inputs returned {got.dtype}"
+    assert torch.isfinite(got).all(), "float16 scores overflowed (not computed in float32)"
+    assert_close(got.double(), want, "float16 attention with large scores", atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.clause("P18.17")
+def test_the_output_is_new_memory_not_a_view_of_an_input():
+    q, k, v = qkv(2, 2, 2, 3, 3, 4, seed=57)
+
+    got = drill.reference_attention(q, k, v)
+
+    inputs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
+    assert got.untyped_storage().data_ptr() not in inputs, "the output lives in an input's memory"

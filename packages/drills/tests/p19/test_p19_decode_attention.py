@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit.boundary import BAD_VALUE, WRONG_KIND
 from gptlab_testkit.oracles import (
     CONCATENATIONS,
     forbidding,
@@ -45,6 +46,7 @@ def long(values: list[int]) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.long, device=test_device())
 
 
+@pytest.mark.clause("P19.2", "P19.4")
 def test_decode_equals_the_last_row_of_full_causal_attention():
     B, H, L, D, capacity = 2, 3, 5, 4, 8
     q, k, v = (seeded(B, H, L, D, seed=s) for s in (1, 2, 3))
@@ -56,6 +58,7 @@ def test_decode_equals_the_last_row_of_full_causal_attention():
     assert_close(got, full[:, :, -1:], "decode output vs last row of full attention")
 
 
+@pytest.mark.clause("P19.5")
 def test_slots_past_each_rows_length_never_participate():
     q = seeded(3, 2, 1, 4, seed=6)
     k, v = seeded(3, 2, 6, 4, seed=7), seeded(3, 2, 6, 4, seed=8)
@@ -71,6 +74,7 @@ def test_slots_past_each_rows_length_never_participate():
     assert_close(poisoned, clean, "output after writing past each row's length")
 
 
+@pytest.mark.clause("P19.4")
 def test_mixed_lengths_match_a_loop_oracle_row_by_row():
     q = seeded(3, 2, 1, 4, seed=9)
     k, v = seeded(3, 2, 7, 4, seed=10), seeded(3, 2, 7, 4, seed=11)
@@ -82,6 +86,7 @@ def test_mixed_lengths_match_a_loop_oracle_row_by_row():
     assert_close(got.double(), want, "mixed-length decode vs loop oracle")
 
 
+@pytest.mark.clause("P19.6")
 def test_grouped_query_heads_read_their_own_kv_head():
     # 4 query heads over 2 kv heads: heads 0, 1 read kv head 0; heads 2, 3 read kv head 1.
     q = seeded(1, 4, 1, 4, seed=12)
@@ -95,6 +100,7 @@ def test_grouped_query_heads_read_their_own_kv_head():
     assert_close(got.double(), want, "Hq > Hkv decode vs repeat_interleave oracle")
 
 
+@pytest.mark.clause("P19.2", "P19.4", "P19.6")
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_any_small_shape_matches_the_loop_oracle(data):
@@ -115,6 +121,7 @@ def test_any_small_shape_matches_the_loop_oracle(data):
     assert_close(got.double(), want, "decode vs loop oracle")
 
 
+@pytest.mark.clause("P19.4")
 def test_batch_of_one_with_one_valid_slot_returns_that_slots_value():
     q, k, v = seeded(1, 2, 1, 3, seed=15), seeded(1, 2, 4, 3, seed=16), seeded(1, 2, 4, 3, seed=17)
 
@@ -123,6 +130,7 @@ def test_batch_of_one_with_one_valid_slot_returns_that_slots_value():
     assert_close(got, v[:, :, :1], "attention over a single valid slot")
 
 
+@pytest.mark.clause("P19.13", "P19.14")
 def test_inputs_are_not_written_and_nothing_is_concatenated():
     q, k, v = seeded(2, 2, 1, 4, seed=18), seeded(2, 2, 5, 4, seed=19), seeded(2, 2, 5, 4, seed=20)
     lengths = long([3, 5])
@@ -131,6 +139,7 @@ def test_inputs_are_not_written_and_nothing_is_concatenated():
         decode(q, k, v, lengths)
 
 
+@pytest.mark.clause("P19.3")
 def test_half_precision_inputs_stay_close_to_fp32():
     q, k, v = seeded(2, 2, 1, 8, seed=21), seeded(2, 2, 6, 8, seed=22), seeded(2, 2, 6, 8, seed=23)
     lengths = long([6, 2])
@@ -154,6 +163,7 @@ def valid_call() -> dict[str, torch.Tensor]:
     }
 
 
+@pytest.mark.clause("P19.7")
 @pytest.mark.parametrize(
     ("argument", "bad_lengths"),
     [("zero valid slots in row 1", [5, 0]), ("past capacity in row 1", [5, 6])],
@@ -161,28 +171,138 @@ def valid_call() -> dict[str, torch.Tensor]:
 def test_a_length_outside_one_to_capacity_is_rejected(argument, bad_lengths):
     call = {**valid_call(), "lengths": long(bad_lengths)}
     with inputs_untouched(**call):
-        assert_rejects(lambda: drill.decode_attention(**call), ValueError, "lengths")
+        assert_rejects(
+            lambda: drill.decode_attention(**call), BAD_VALUE, "lengths", values=bad_lengths[1:]
+        )
 
 
+@pytest.mark.clause("P19.9")
 def test_query_heads_not_a_multiple_of_kv_heads_are_rejected():
     call = {**valid_call(), "q": seeded(2, 3, 1, 4, seed=27)}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.decode_attention(**call), ValueError, ("q", "k_cache"))
 
 
+@pytest.mark.clause("P19.10")
 def test_more_than_one_query_token_is_rejected():
     call = {**valid_call(), "q": seeded(2, 4, 2, 4, seed=28)}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.decode_attention(**call), ValueError, "q")
 
 
+@pytest.mark.clause("P19.11")
 def test_key_and_value_caches_of_different_shapes_are_rejected():
     call = {**valid_call(), "v_cache": seeded(2, 2, 4, 4, seed=29)}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.decode_attention(**call), ValueError, ("v_cache", "k_cache"))
 
 
+@pytest.mark.clause("P19.8")
 def test_lengths_of_the_wrong_batch_size_are_rejected():
     call = {**valid_call(), "lengths": long([5, 3, 2])}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.decode_attention(**call), ValueError, "lengths")
+
+
+@pytest.mark.clause("P19.5")
+@pytest.mark.parametrize("poison", [float("nan"), float("inf"), -float("inf")], ids=repr)
+def test_nan_or_inf_in_the_capacity_leaves_the_output_unchanged(poison):
+    q = seeded(3, 4, 1, 4, seed=30)
+    k, v = seeded(3, 2, 6, 4, seed=31), seeded(3, 2, 6, 4, seed=32)
+    lengths = long([6, 2, 4])
+    poisoned_k, poisoned_v = k.clone(), v.clone()
+    poisoned_k[1:, :, 4:] = poison  # rows 1 and 2 keep their first 2 and 4 slots clean
+    poisoned_k[1, :, 2:4] = poison
+    poisoned_v[1:, :, 4:] = poison
+    poisoned_v[1, :, 2:4] = poison
+
+    got = decode(q, poisoned_k, poisoned_v, lengths)
+
+    want = loop_attention(q, k, v, valid_slots(lengths, 6))
+    assert_close(got.double(), want, f"decode with {poison} in the capacity vs loop oracle")
+
+
+@pytest.mark.clause("P19.8")
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32], ids=str)
+def test_lengths_of_a_non_integer_dtype_are_rejected(dtype):
+    call = {**valid_call(), "lengths": long([5, 1]).to(dtype)}
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.decode_attention(**call), WRONG_KIND, "lengths")
+
+
+@pytest.mark.clause("P19.8")
+def test_two_dimensional_lengths_are_rejected():
+    call = {**valid_call(), "lengths": long([5, 3])[:, None]}
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.decode_attention(**call), BAD_VALUE, "lengths")
+
+
+@pytest.mark.clause("P19.11")
+def test_caches_of_another_batch_size_than_q_are_rejected():
+    call = valid_call()
+    call = {**call, "k_cache": call["k_cache"][:1].clone(), "v_cache": call["v_cache"][:1].clone()}
+    call["lengths"] = long([5, 3])
+    with inputs_untouched(**call):
+        assert_rejects(
+            lambda: drill.decode_attention(**call), BAD_VALUE, ("k_cache", "v_cache", "q")
+        )
+
+
+@pytest.mark.clause("P19.12")
+def test_a_cache_that_is_not_four_dimensional_is_rejected():
+    call = valid_call()
+    call["v_cache"] = call["v_cache"].reshape(2, 10, 4)
+    call["k_cache"] = call["k_cache"].reshape(2, 10, 4)
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.decode_attention(**call), WRONG_KIND, ("k_cache", "v_cache"))
+
+
+@pytest.mark.clause("P19.12")
+@pytest.mark.parametrize(
+    ("name", "dtype"), [("v_cache", torch.int64), ("k_cache", torch.float64)], ids=["int", "f64"]
+)
+def test_a_cache_of_an_integer_or_another_dtype_is_rejected(name, dtype):
+    call = valid_call()
+    call[name] = call[name].to(dtype)
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.decode_attention(**call), WRONG_KIND, (name, "q"))
+
+
+@pytest.mark.clause("P19.12")
+@pytest.mark.parametrize("name", ["lengths", "v_cache"])
+def test_a_meta_tensor_is_rejected(name):
+    call = valid_call()
+    call[name] = call[name].to("meta")
+    assert_rejects(lambda: drill.decode_attention(**call), BAD_VALUE, name)
+
+
+@pytest.mark.clause("P19.1")
+def test_all_four_arguments_are_taken_positionally():
+    call = valid_call()
+    try:
+        got = drill.decode_attention(call["q"], call["k_cache"], call["v_cache"], call["lengths"])
+    except TypeError as error:  # a signature mismatch, not a rejected value
+        raise AssertionError(f"decode_attention(q, k_cache, v_cache, lengths): {error}") from error
+    want = loop_attention(
+        call["q"],
+        call["k_cache"].repeat_interleave(2, dim=1),
+        call["v_cache"].repeat_interleave(2, dim=1),
+        valid_slots(call["lengths"], 5),
+    )
+    assert_close(got.double(), want, "positional call vs loop oracle")
+
+
+@pytest.mark.clause("P19.3")
+def test_float32_inputs_give_a_float32_output():
+    call = valid_call()
+    assert drill.decode_attention(**call).dtype == torch.float32
+
+
+@pytest.mark.clause("P19.13")
+def test_the_output_is_new_memory_not_a_view_of_an_input():
+    q, k, v = seeded(2, 2, 1, 4, seed=33), seeded(2, 2, 1, 4, seed=34), seeded(2, 2, 1, 4, seed=35)
+
+    got = drill.decode_attention(q, k, v, long([1, 1]))
+
+    inputs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
+    assert got.untyped_storage().data_ptr() not in inputs, "the output lives in an input's memory"

@@ -9,12 +9,19 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit import (
+    BAD_VALUE,
+    WRONG_KIND,
+    assert_close,
+    assert_rejects,
+    candidate,
+    test_device,
+)
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P25_MODULE")
 
-pytestmark = [pytest.mark.owner("p25"), pytest.mark.contract]
+pytestmark = [pytest.mark.owner("p25")]  # each test says contract or extension
 
 
 class Expert:
@@ -77,10 +84,14 @@ def assert_matches_loop(x, logits, k, capacity):
         assert torch.equal(got_rows, x[kept[e]]), f"expert {e} got the wrong tokens or order"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P25.1", "P25.4", "P25.8")
 def test_two_experts_per_token_with_room_for_all_match_the_loop_oracle():
     assert_matches_loop(seeded(6, 4, seed=1), seeded(6, 3, seed=2), k=2, capacity=6)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P25.4")
 def test_one_expert_per_token_returns_that_experts_output():
     x, logits = seeded(5, 3, seed=3), seeded(5, 4, seed=4)
     out, _, _ = route(x, logits, k=1, capacity=5)
@@ -89,6 +100,8 @@ def test_one_expert_per_token_returns_that_experts_output():
     assert_close(out, want.to(out.dtype), "k=1 output vs the chosen expert's output")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P25.5", "P25.6", "P25.8")
 def test_tokens_past_an_experts_capacity_are_dropped_in_token_order():
     # Every token's first choice is expert 0; its second is expert 1 or 2.
     x = seeded(4, 3, seed=5)
@@ -101,6 +114,8 @@ def test_tokens_past_an_experts_capacity_are_dropped_in_token_order():
     assert torch.equal(pool[0].rows[0], x[:2]), "expert 0 must keep the first two tokens"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P25.7", "P25.8")
 def test_no_expert_ever_receives_more_than_its_capacity():
     x, logits = seeded(12, 2, seed=6), seeded(12, 3, seed=7)
     _, load, pool = route(x, logits, k=2, capacity=3)
@@ -110,6 +125,8 @@ def test_no_expert_ever_receives_more_than_its_capacity():
         assert int(load[e]) == received, f"load[{e}] = {int(load[e])}, expert got {received}"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P25.6", "P25.7")
 def test_zero_capacity_drops_every_token():
     x, logits = seeded(3, 2, seed=8), seeded(3, 2, seed=9)
     out, load, pool = route(x, logits, k=1, capacity=0)
@@ -117,6 +134,8 @@ def test_zero_capacity_drops_every_token():
     assert load.tolist() == [0, 0] and not any(expert.rows for expert in pool)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P25.4", "P25.5", "P25.6", "P25.7", "P25.8")
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_any_routing_matches_the_loop_oracle(data):
@@ -128,6 +147,8 @@ def test_any_routing_matches_the_loop_oracle(data):
     assert_matches_loop(seeded(N, C, seed=seed), seeded(N, E, seed=seed + 1) * 3, k, capacity)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P25.3", "P25.4")
 def test_half_precision_tokens_come_back_in_half_precision():
     x, logits = seeded(4, 3, seed=10, dtype=torch.bfloat16), seeded(4, 3, seed=11)
     out, _, _ = route(x, logits, k=2, capacity=4)
@@ -135,13 +156,71 @@ def test_half_precision_tokens_come_back_in_half_precision():
     assert_close(out.double().cpu(), want, "bf16 moe", atol=5e-2, rtol=2e-2)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P25.13")
 def test_tokens_and_logits_are_only_read():
     x, logits = seeded(5, 3, seed=12), seeded(5, 3, seed=13)
     with inputs_untouched(x=x, router_logits=logits):
         drill.top_k_moe(x, logits, experts(3), 2, 3)
 
 
-# ---- rejection: before any expert runs ----
+@pytest.mark.contract
+@pytest.mark.clause("P25.2", "P25.3")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_out_is_n_by_c_in_xs_dtype_and_load_is_int64_per_expert(dtype):
+    x, logits = seeded(5, 3, seed=20, dtype=dtype), seeded(5, 4, seed=21)
+    out, load = drill.top_k_moe(x, logits, experts(4), 2, 5)
+    assert isinstance(out, torch.Tensor) and tuple(out.shape) == (5, 3), f"out {out.shape}"
+    assert out.dtype == dtype, f"out is {out.dtype}, x is {dtype}"
+    assert isinstance(load, torch.Tensor) and tuple(load.shape) == (4,), f"load {load}"
+    assert load.dtype == torch.int64, f"load is {load.dtype}, want int64"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P25.5", "P25.7", "P25.8")
+def test_capacity_goes_by_token_order_not_by_choice_rank():
+    # Token 0 picks expert 0 as its second choice, token 1 as its first; capacity 1: token
+    # order gives expert 0 to token 0 (serving first choices first would give it to token 1).
+    x = seeded(3, 2, seed=22)
+    logits = torch.tensor(
+        [[2.0, 3.0, -1.0], [3.0, -1.0, 2.0], [-1.0, 3.0, 2.0]], device=test_device()
+    )
+    assert_matches_loop(x, logits, k=2, capacity=1)
+    _, load, pool = route(x, logits, k=2, capacity=1)
+    assert torch.equal(pool[0].rows[0], x[:1]), "expert 0 must keep token 0, the first to choose it"
+    assert load.tolist() == [1, 1, 1], f"load {load.tolist()}"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P25.6")
+def test_a_dropped_assignment_adds_nothing_and_the_kept_weight_is_not_renormalised():
+    # Token 0 chooses experts 0 and 1, token 1 experts 0 and 2; capacity 1: expert 0 is full
+    # after token 0, so token 1 keeps expert 2 alone, at its top-k weight (not scaled to 1).
+    x = seeded(2, 3, seed=23)
+    logits = torch.tensor([[2.0, 1.0, -4.0], [2.0, -4.0, 1.0]], device=test_device())
+    out, load, _ = route(x, logits, k=2, capacity=1)
+    p = torch.softmax(logits[1].double(), dim=-1)
+    w2 = p[2] / (p[0] + p[2])  # token 1's weight on expert 2 over its two choices
+    want = w2 * (x[1].double() * 3 + 2)  # f_2(h) = 3h + 2; expert 0's share is dropped
+    assert load.tolist() == [1, 1, 1], f"load {load.tolist()}"
+    assert_close(
+        out[1].double().cpu(), want.cpu(), "token 1: only expert 2, weight not renormalised"
+    )
+    assert_matches_loop(x, logits, k=2, capacity=1)
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P25.13")
+def test_out_is_a_new_tensor_even_when_every_token_is_dropped():
+    x, logits = seeded(3, 2, seed=24), seeded(3, 2, seed=25)
+    out, load = drill.top_k_moe(x, logits, experts(2), 1, 0)
+    for name, source in ("x", x), ("router_logits", logits):
+        for returned, result in ("out", out), ("load", load):
+            same = result.untyped_storage().data_ptr() == source.untyped_storage().data_ptr()
+            assert not same, f"{returned} shares storage with {name}"
+
+
+# ---- rejection: before any expert runs, nothing written ----
 
 
 def valid_call() -> dict:
@@ -149,19 +228,109 @@ def valid_call() -> dict:
             "experts": experts(3), "k": 2, "capacity": 2}  # fmt: skip
 
 
+def assert_refused(argument, bad, errors, named, values=()):
+    call = {**valid_call(), argument: bad}
+    tensors = {n: call[n] for n in ("x", "router_logits") if isinstance(call[n], torch.Tensor)}
+    with inputs_untouched(**tensors):
+        assert_rejects(lambda: drill.top_k_moe(*call.values()), errors, named, values=values)
+    pool = call["experts"] if isinstance(call["experts"], list) else []
+    assert not any(getattr(e, "calls", None) for e in pool), "an expert ran before the check"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P25.9")
+@pytest.mark.parametrize("rows", [5, 3], ids=["more rows", "fewer rows"])
+def test_router_logits_for_another_n_are_rejected(rows):
+    logits = seeded(rows, 3, seed=16)
+    assert_refused("router_logits", logits, BAD_VALUE, ("router_logits", "x"), values=(rows,))
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P25.10")
+@pytest.mark.parametrize("count", [2, 4], ids=["too few experts", "too many experts"])
+def test_a_number_of_experts_other_than_e_is_rejected(count):
+    assert_refused("experts", experts(count), BAD_VALUE, ("experts", "router_logits"), (count,))
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P25.11")
 @pytest.mark.parametrize(
-    ("argument", "bad", "named"),
-    [
-        ("router_logits", lambda: seeded(5, 3, seed=16), ("router_logits", "x")),
-        ("experts", lambda: experts(2), ("experts", "router_logits")),
-        ("k", lambda: 4, "k"),
-        ("k", lambda: 0, "k"),
-        ("capacity", lambda: -1, "capacity"),
-    ],
-    ids=["logits for another N", "too few experts", "k past E", "k zero", "negative capacity"],
+    ("k", "errors"),
+    [(0, BAD_VALUE), (4, BAD_VALUE), (-1, BAD_VALUE), (True, WRONG_KIND), (2.0, WRONG_KIND)],
+    ids=["zero", "past E", "negative", "a bool", "a float"],
 )
-def test_a_malformed_argument_is_rejected_before_any_expert_runs(argument, bad, named):
-    call = {**valid_call(), argument: bad()}
-    with inputs_untouched(x=call["x"], router_logits=call["router_logits"]):
-        assert_rejects(lambda: drill.top_k_moe(*call.values()), ValueError, named)
-    assert not any(expert.calls for expert in call["experts"]), "an expert ran before the check"
+def test_k_outside_one_to_e_or_not_an_int_is_rejected(k, errors):
+    assert_refused("k", k, errors, "k", values=(k,) if errors is BAD_VALUE else ())
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P25.12")
+@pytest.mark.parametrize(
+    ("capacity", "errors"),
+    [(-1, BAD_VALUE), (-5, BAD_VALUE), (False, WRONG_KIND), (1.5, WRONG_KIND)],
+    ids=["minus one", "minus five", "a bool", "a float"],
+)
+def test_a_negative_capacity_or_one_not_an_int_is_rejected(capacity, errors):
+    values = (capacity,) if errors is BAD_VALUE else ()
+    assert_refused("capacity", capacity, errors, "capacity", values=values)
+
+
+# ---- extension: the reference's doors past the contract ----
+
+
+def logits_with(row: int, value: float) -> torch.Tensor:
+    """Valid logits but one row: NaN or +inf at one place, or every entry -inf."""
+    logits = seeded(4, 3, seed=15)
+    if value == -math.inf:
+        logits[row] = value
+    else:
+        logits[row, 1] = value
+    return logits
+
+
+class Reshaping(Expert):
+    def __call__(self, h: torch.Tensor) -> torch.Tensor:
+        super().__call__(h)
+        return h[:, :1]
+
+
+@pytest.mark.extension
+@pytest.mark.clause("P25.15")
+@pytest.mark.parametrize(
+    ("argument", "bad", "errors"),
+    [
+        ("x", lambda: seeded(4, 3, seed=14).to(torch.int64), WRONG_KIND),
+        ("x", lambda: seeded(4, 3, 1, seed=14), BAD_VALUE),
+        ("x", lambda: torch.empty(4, 3, device="meta"), BAD_VALUE),
+        ("x", lambda: [[0.0] * 3] * 4, WRONG_KIND),
+        ("router_logits", lambda: seeded(4, 3, seed=15).to(torch.int64), WRONG_KIND),
+        ("router_logits", lambda: torch.empty(4, 3, device="meta"), BAD_VALUE),
+        ("router_logits", lambda: logits_with(2, math.nan), BAD_VALUE),
+        ("router_logits", lambda: logits_with(1, math.inf), BAD_VALUE),
+        ("router_logits", lambda: logits_with(3, -math.inf), BAD_VALUE),
+        ("experts", lambda: (Expert(e) for e in range(3)), WRONG_KIND),
+        ("experts", lambda: [Expert(0), Expert(1), "expert"], WRONG_KIND),
+    ],
+    ids=["int x", "3-D x", "meta x", "list x", "int logits", "meta logits", "NaN row 2",
+         "+inf row 1", "all -inf row 3", "a generator of experts", "a non-callable expert"],
+)  # fmt: skip
+def test_the_reference_rejects_inputs_the_contract_leaves_undefined(argument, bad, errors):
+    value = bad()
+    if isinstance(value, torch.Tensor) and value.device.type != "meta":
+        value = value.to(test_device())
+    assert_refused(argument, value, errors, argument)
+
+
+@pytest.mark.extension
+@pytest.mark.clause("P25.15")
+def test_the_reference_names_an_expert_that_returns_another_shape():
+    call = {**valid_call(), "experts": [Expert(0), Reshaping(1), Expert(2)]}
+    assert_rejects(lambda: drill.top_k_moe(*call.values()), BAD_VALUE, "experts")
+
+
+@pytest.mark.extension
+@pytest.mark.clause("P25.4")
+def test_minus_infinity_rules_an_expert_out():
+    x = seeded(2, 2, seed=26)
+    logits = torch.tensor([[0.0, -math.inf, 1.0], [-math.inf, 2.0, 0.5]], device=test_device())
+    assert_matches_loop(x, logits, k=2, capacity=2)

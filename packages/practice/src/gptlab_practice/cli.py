@@ -17,7 +17,12 @@ The home folder is --home, else $GPTLAB_PRACTICE_HOME, else ./practice/. Exit st
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib.util
+import io
+import math
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -40,6 +45,7 @@ Clock = Callable[[], datetime]
 HOME_VARIABLE = "GPTLAB_PRACTICE_HOME"
 ROOT_VARIABLE = "GPTLAB_ROOT"
 FAILURES_SHOWN = 3  # failed tests a check names; the rest are counted
+STATUS_WIDTH = 120  # `status` fits a 120-column terminal: long cells wrap inside their column
 
 
 class Limits(TypedDict, total=False):
@@ -67,10 +73,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="gptlab-practice", description=(__doc__ or "").split("\n\n")[0]
     )
     parser.add_argument(
-        "--home", type=Path, help=f"practice folder (default ${HOME_VARIABLE} or ./practice)"
+        "--home", type=_folder, help=f"practice folder (default ${HOME_VARIABLE} or ./practice)"
     )
     parser.add_argument(
-        "--root", type=Path, help=f"the gptlab checkout (default ${ROOT_VARIABLE} or found upward)"
+        "--root",
+        type=_folder,
+        help=f"the gptlab checkout (default ${ROOT_VARIABLE} or found upward)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     start = commands.add_parser("start", help="begin an attempt from an empty file")
@@ -115,6 +123,40 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def columns(rows: list[list[str]], width: int) -> list[str]:
+    """Rows as aligned columns (the first row is the header) within `width`: rich's table
+    layout, which wraps a cell inside its column only when the row would not fit."""
+    from rich.console import Console
+    from rich.table import Table
+
+    grid = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="", expand=False)
+    for title in rows[0]:
+        grid.add_column(title, overflow="fold")
+    for row in rows[1:]:
+        grid.add_row(*row)
+    console = Console(width=width, file=io.StringIO(), color_system=None, highlight=False)
+    with console.capture() as captured:
+        console.print(grid)
+    return [line.rstrip() for line in captured.get().splitlines()]
+
+
+def when_due(step: str) -> str:
+    """A scheduled re-solve's step in words, the same in `due`, `check` and `status`."""
+    return {
+        "same day": "later the same day, after an unrelated task",
+        "next day": "the next day",
+        "3 days": "three days after the miss",
+        "a week": "a week after the miss",
+    }.get(step, step)
+
+
+def _folder(text: str) -> Path:
+    """A folder option: an empty value would silently mean the working folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (name a folder)")
+    return Path(text)
+
+
 def _home(option: Path | None) -> Path:
     value = option or (Path(os.environ[HOME_VARIABLE]) if os.environ.get(HOME_VARIABLE) else None)
     return (value or Path.cwd() / "practice").expanduser().resolve()
@@ -139,19 +181,30 @@ def find_root(option: Path | None, home: Path) -> Path:
 def _mechanism(name: str) -> Mechanism:
     """A mechanism (`tinygpt`, the seed's `tiny_gpt`), a named re-solve
     (`modern_lm:layer_reconstruction`, its file's `modern_lm_layer_reconstruction`) or a
-    drill (`P19`, `p19`)."""
-    from .grader import attempt_filename
-
+    drill (`P19`, `p19`). Read from stages.toml and the drill catalogue only, so an unknown
+    name is answered before torch is imported."""
     known = units()
     if name in known or name.upper() in known:
         return known[name] if name in known else known[name.upper()]
     for unit in known.values():  # the attempt files' names are accepted too (tiny_gpt, ...)
-        if unit.drill is None and attempt_filename(unit).removesuffix("_attempt.py") == name:
+        if name in unit.names:
             return unit
-    raise UsageError(
-        f"unknown item {name!r}: expected a mechanism ({', '.join(mechanisms())}), a named"
-        f" re-solve ({', '.join(resolves())}) or a drill id (P01..P28, PT06, PT08, PT17, PT28);"
-        " `start` alone lists them"
+    raise UsageError(f"unknown item {name!r} ({_did_you_mean(name)}); `start` alone lists them")
+
+
+def _did_you_mean(name: str) -> str:
+    """`did you mean kv_cache?` from every name a learner may type (case and `-` aside)."""
+    spelled: dict[str, str] = {}
+    for unit in units().values():
+        for typed_name in unit.names:
+            spelled.setdefault(typed_name.lower(), unit.package)
+    typed = name.lower().replace("-", "_")
+    close = difflib.get_close_matches(typed, spelled, n=3, cutoff=0.6)
+    if close:
+        return "did you mean " + " or ".join(dict.fromkeys(spelled[c] for c in close)) + "?"
+    return (
+        f"expected a mechanism ({', '.join(mechanisms())}), a named re-solve"
+        f" ({', '.join(resolves())}) or a drill id (P01..P28, PT06, PT08, PT17, PT28)"
     )
 
 
@@ -172,6 +225,25 @@ def catalogue() -> list[str]:
         *textwrap.wrap(", ".join(drills), 88, initial_indent="  ", subsequent_indent="  "),
     ]
     return lines
+
+
+def install_hint(module: str) -> str:
+    """How to install one of this project's packages that a suite needs."""
+    return (
+        f"the contract suites need this project's packages installed: `pip install"
+        f' "packages/{module}[test]"` from the checkout (or run `nox -s practice -- check`,'
+        " which installs them)"
+    )
+
+
+def _require_suites(mechanism: Mechanism, stage: int) -> None:
+    """Refuse, before anything is recorded, a check whose suites' packages are not installed
+    (practice alone installs the testkit and the drills, not the mechanisms)."""
+    if mechanism.drill is not None:
+        return
+    for package in mechanism.packages_through(stage):
+        if importlib.util.find_spec(package) is None:
+            raise RefusedError(f"{package} is not installed: {install_hint(package)}")
 
 
 @dataclass(frozen=True)
@@ -228,14 +300,15 @@ class Practice:
 
     # -- start
     def start(self, name: str | None, new: bool, repair: tuple[int, int] | None = None) -> int:
-        from .grader import attempt_filename, graded_names
-        from .sheet import archive, attempt_header
-
         if name is None:  # nothing named: what there is to start (a usage answer, status 2)
             for line in catalogue():
                 self.say(line)
             return 2
-        mechanism = _mechanism(name)
+        mechanism = _mechanism(name)  # an unknown name is answered before torch is imported
+
+        from .grader import attempt_filename, graded_names
+        from .sheet import archive, attempt_header
+
         path = self.home / attempt_filename(mechanism)
         active = self.store.active(mechanism.package)
         recorded = {a.file for a in self.store.attempts()}
@@ -351,66 +424,139 @@ class Practice:
                 return done[-1]
         return self.current(name)
 
-    # -- check
-    def check(self, name: str | None, every: bool, note: str | None, limits: Limits) -> int:
-        from .grader import run_stage
-        from .schedule import after_miss
-        from .sheet import ledger_filled, probe_answers
+    def unit_of(self, attempt: Attempt) -> Mechanism:
+        """The unit an attempt of the store is at; a row naming an item or a stage this
+        version does not have is a damaged store (one line), never a KeyError."""
+        unit = units().get(attempt.mechanism)
+        if unit is None:
+            raise self.store.damaged(
+                f"attempt {attempt.id} is at {attempt.mechanism!r}, which this gptlab-practice"
+                " does not know"
+            )
+        if not 1 <= attempt.stage <= len(unit.stages):
+            raise self.store.damaged(
+                f"{unit.package} attempt {attempt.number} is at stage {attempt.stage}, and"
+                f" {unit.package} has {len(unit.stages)}"
+            )
+        return unit
 
+    # -- check
+    def check(
+        self,
+        name: str | None,
+        every: bool,
+        note: str | None,
+        limits: Limits,
+        *,
+        decide: bool = True,
+    ) -> int:
+        """Grade the current stage (every later one too with `every`).
+
+        `decide`: whether a routed failure may record the first wrong decision (and its
+        re-solves). The command always decides; `watch` decides only once the stage's budget
+        has run out (a save is not a decision). Everything that can refuse is checked before
+        the check's `running` row is written.
+        """
         attempt = self._to_check(name)
-        mechanism = units()[attempt.mechanism]
+        mechanism = self.unit_of(attempt)
         path = Path(attempt.file)
         if not path.is_file():
-            raise RefusedError(f"{path}: the attempt file is missing (it was moved or renamed)")
+            raise RefusedError(
+                f"{path}: the attempt file is missing (moved, renamed or deleted): put it back,"
+                f" or begin again with `start {mechanism.package} --new`"
+            )
         if self.root is None:
             raise UsageError("no gptlab checkout found")
         first = attempt.stage
         last = len(mechanism.stages) if every else first
+        _require_suites(mechanism, last)
+
+        from .grader import run_stage
+
         # A `running` row first: a check killed half-way stays visible as interrupted.
         check_id = self.store.begin_check(attempt.id, first, self.clock())
         try:
             run = run_stage(self.root, mechanism, last, path, **limits)
+            verdicts = stage_verdicts(mechanism, run, first, last)
+            self._record(check_id, attempt, mechanism, verdicts, run.wall_s, note, decide)
         except KeyboardInterrupt:
             self.store.mark_check_error(check_id, "interrupted", 0.0)
             raise
+        except StoreError:
+            raise
+        except Exception as error:  # the row says why instead of staying `running`
+            self.store.mark_check_error(check_id, f"{type(error).__name__}: {error}"[:400], 0.0)
+            raise
+        return self._tell(attempt, mechanism, verdicts, run.wall_s, decide)
+
+    def _record(
+        self,
+        check_id: int,
+        attempt: Attempt,
+        mechanism: Mechanism,
+        verdicts: list[StageVerdict],
+        wall_s: float,
+        note: str | None,
+        decide: bool,
+    ) -> None:
+        from .schedule import after_miss
+        from .sheet import ledger_filled, probe_answers
+
         now = self.clock()
-        verdicts = stage_verdicts(mechanism, run, first, last)
-        records = {r.stage: r for r in self.store.stages(attempt.id)}
-        budgets = {s.number: s.minutes for s in mechanism.stages}
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = Path(attempt.file).read_text(encoding="utf-8", errors="replace")
         probes = mechanism.drill.probes if mechanism.drill else ()
-        answered = probe_answers(text, probes)
         self.store.finish_check(
             check_id,
             [v.row() for v in verdicts],
-            run.wall_s,
+            wall_s,
             now,
-            budgets,
+            {s.number: s.minutes for s in mechanism.stages},
             note,
             ledger_filled=ledger_filled(text),
-            answers=answered,
+            answers=probe_answers(text, probes),
             on_miss=after_miss(mechanism, now.date()),
-            decision=not self._untouched_artifact(mechanism, text),
+            decision=decide and not self._untouched_artifact(mechanism, text),
         )
+
+    def _tell(
+        self,
+        attempt: Attempt,
+        mechanism: Mechanism,
+        verdicts: list[StageVerdict],
+        wall_s: float,
+        decide: bool,
+    ) -> int:
+        """What a recorded check says: each stage's verdict, the decision, what comes next."""
+        from .sheet import ledger_filled, probe_answers
+
+        now = self.clock()
+        records = {r.stage: r for r in self.store.stages(attempt.id)}
         for verdict_ in verdicts:
             record = records.get(verdict_.stage)
             self._report(mechanism, verdict_, record.spent(now) if record else 0.0)
         recorded = self.store.attempt(attempt.id)
         owner = verdicts[-1].owner
-        if owner and attempt.first_wrong_owner is None and recorded.first_wrong_owner == owner:
+        decided = bool(owner and attempt.first_wrong_owner is None and recorded.first_wrong_owner)
+        if decided:
             noted = recorded.first_wrong_note
             self.say(
-                f"  first wrong decision recorded: {owner}"
+                f"  first wrong decision recorded: {recorded.first_wrong_owner}"
                 + (
                     f' (note: "{noted}")'
                     if noted
                     else ' (say what you decided: check --note "...")'
                 )
             )
-        self.say(f"  graded in {run.wall_s:.1f} s")
+        elif owner and not decide and attempt.first_wrong_owner is None:
+            self.say(
+                "  not recorded as a decision (a save is not one): `check` records it, or the"
+                " stage's budget running out"
+            )
+        self.say(f"  graded in {wall_s:.1f} s")
+        text = Path(attempt.file).read_text(encoding="utf-8", errors="replace")
         if not ledger_filled(text):
             self.say("  ledger: not filled (shapes, aliasing, stability, costs: learned needs it)")
-        if owner and recorded.first_wrong_owner == owner and attempt.first_wrong_owner is None:
+        if decided:
             due = [r for r in self.store.reviews() if r.miss_attempt_id == attempt.id]
             if due:
                 self.say(
@@ -418,7 +564,8 @@ class Practice:
                     + ", ".join(f"{r.item} {r.due_day} ({r.step})" for r in due)
                 )
         if recorded.status == "done":
-            self._finished(mechanism, recorded, len(probes) - len(answered))
+            probes = mechanism.drill.probes if mechanism.drill else ()
+            self._finished(mechanism, recorded, len(probes) - len(probe_answers(text, probes)))
         elif verdicts[-1].passed:
             self._announce(mechanism, recorded.stage)
         return 0 if verdicts[-1].passed else 1
@@ -438,17 +585,14 @@ class Practice:
                     f"{sent.stage}/{sent.stage_count} (`check {sent.mechanism}` or "
                     f"`watch {sent.mechanism}`); its clock did not count the drill"
                 )
-                self._announce(units()[sent.mechanism], sent.stage)
+                self._announce(self.unit_of(sent), sent.stage)
                 return
         what = (
             "every stage passed"
             if mechanism.drill is None and not mechanism.resolve_of
             else "passed"
         )
-        self.say(
-            f"{mechanism.package}: {what}. Re-solve from an empty file on a "
-            f"later day (`start {mechanism.package}`)."
-        )
+        self.say(f"{mechanism.package}: {what}. {self._next_resolve(mechanism.package)}")
         for named in mechanism.resolves:
             stage = named.stages[0]
             self.say(
@@ -470,7 +614,7 @@ class Practice:
         elif verdict_.owner is None:
             self.say(f"{head}: FAIL  {clock}")
             self.say(f"  the attempt cannot be graded: {verdict_.reason}")
-            self.say(f"  {hint_for(verdict_.reason)}")  # the advice for that cause only
+            self.say(f"  {self._hint(verdict_.reason, hint_for)}")  # that cause's advice only
         else:
             what, repair = repair_target(verdict_.owner)
             total = verdict_.tests_passed + len(verdict_.failed)
@@ -489,6 +633,14 @@ class Practice:
                 self.say(f"  repair in the owning drill, then resume this stage: {labels}")
                 self.say(f"  start the first: `repair` (or `start {drills[0]}`)")
 
+    def _hint(self, reason: str, hint_for: Callable[[str], str]) -> str:
+        """The grader's hint, unless the missing module is one of this project's packages:
+        then the install is what is missing, not a file beside the attempt."""
+        missing = re.search(r"missing module '(\w+)", reason)
+        if missing and self.root and (self.root / "packages" / missing.group(1)).is_dir():
+            return install_hint(missing.group(1))
+        return hint_for(reason)
+
     # -- reveal
     def reveal(self, name: str | None) -> int:
         package = _mechanism(name).package if name else None
@@ -496,7 +648,7 @@ class Practice:
         if not attempts:
             raise RefusedError("no attempt to reveal the reference for: `start MECH` first")
         attempt = max(attempts, key=lambda a: a.started_at)
-        mechanism = units()[attempt.mechanism]
+        mechanism = self.unit_of(attempt)
         root = self.root or Path("<gptlab checkout>")
         if attempt.first_wrong_owner is None:
             self.say("no first wrong decision recorded yet (the seed records it before reading)")
@@ -554,11 +706,25 @@ class Practice:
     def _review_line(self, review: Review, today: str) -> str:
         miss = self.store.attempt(review.miss_attempt_id)
         late = " (overdue)" if review.due_day < today else ""
-        after = " after an unrelated task" if review.step == "same day" else ""
         return (
-            f"{review.due_day}{late}  {review.item}: {review.step} re-solve{after}, from an "
-            f"empty file (`start {review.item}`); miss: {miss.mechanism} attempt {miss.number},"
+            f"{review.due_day}{late}  {review.item}: re-solve {when_due(review.step)}, from an"
+            f" empty file (`start {review.item}`); miss: {miss.mechanism} attempt {miss.number},"
             f" {miss.first_wrong_owner or '?'}"
+        )
+
+    def _next_resolve(self, item: str) -> str:
+        """The one sentence about an item's next re-solve: its pending one (the kit's spacing
+        after a miss), else the later-day one that learned needs."""
+        pending = [r for r in self.store.reviews(item) if r.status == "pending"]
+        if pending:
+            review = pending[0]
+            return (
+                f"Next re-solve: {review.due_day}, {when_due(review.step)}, from an empty file"
+                f" (`start {item}`)."
+            )
+        return (
+            f"Next re-solve: on a later day (learned needs one clean one), from an empty file"
+            f" (`start {item}`)."
         )
 
     # -- status and history
@@ -578,32 +744,46 @@ class Practice:
         return f"{pending[0].due_day} ({pending[0].step})" if pending else "-"
 
     def status(self) -> int:
+        """One row per item, at most STATUS_WIDTH columns; why each practised item is not
+        learned yet, repairs and unfinished checks on lines of their own below."""
         now = self.clock()
-        head = ["item", "attempt", "stage", "in stage", "first wrong decision", "next re-solve"]
-        rows = [[*head, "learned"]]
+        rows = [["item", "attempt", "stage", "in stage", "first wrong", "next re-solve", "learned"]]
+        below: list[str] = []
         for mechanism in self._practised():
             attempts = self.store.attempts(mechanism.package)
             learned = verdict(attempts, self._stages_of(attempts), self._checks_of(attempts))
             if not attempts:
                 row = [mechanism.package, "-", "-", "-", "-"]
-                rows.append([*row, self._next_review(mechanism.package), "not yet (no attempt)"])
+                rows.append([*row, self._next_review(mechanism.package), "no attempt"])
                 continue
             latest = attempts[-1]
             in_stage = "-"
             if latest.status == "active":
-                record = next(r for r in self.store.stages(latest.id) if r.stage == latest.stage)
-                spent = record.spent(now)
-                in_stage = f"{duration(spent)} of {record.minutes}m" + (
-                    "!" if spent > record.minutes * 60 else ""
+                self.unit_of(latest)
+                record = next(
+                    (r for r in self.store.stages(latest.id) if r.stage == latest.stage), None
                 )
+                if record is None:
+                    raise self.store.damaged(
+                        f"{latest.mechanism} attempt {latest.number} has no row for its stage"
+                        f" {latest.stage}"
+                    )
+                spent = record.spent(now)
+                late = "!" if spent > record.minutes * 60 else ""
+                in_stage = f"{duration(spent)} of {record.minutes}m{late}"
                 drilling = [a for a in self.store.active() if a.repair_of == latest.id]
                 if drilling:
-                    in_stage += f" (repairing in {drilling[-1].mechanism})"
+                    below.append(
+                        f"{latest.mechanism} stage {latest.stage}: its clock is paused while"
+                        f" repairing in {drilling[-1].mechanism}"
+                    )
             wrong = (
                 f"{latest.first_wrong_owner} (s{latest.first_wrong_stage})"
                 if latest.first_wrong_owner
                 else "-"
             )
+            if not learned.learned:
+                below.append(f"{mechanism.package} not learned yet: {learned.why}")
             rows.append(
                 [
                     mechanism.package,
@@ -612,21 +792,25 @@ class Practice:
                     in_stage,
                     wrong,
                     self._next_review(mechanism.package),
-                    ("yes: " if learned.learned else "not yet: ") + learned.why,
+                    f"yes ({learned.why})" if learned.learned else "not yet",
                 ]
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        for row in rows:
-            self.say("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        for line in columns(rows, STATUS_WIDTH):
+            self.say(line)
         for attempt in self.store.attempts():
             interrupted = [
                 c for c in self.store.checks(attempt.id) if c.outcome in ("running", "error")
             ]
             if interrupted:
-                self.say(
-                    f"note: {len(interrupted)} check(s) of {attempt.mechanism} attempt "
+                below.append(
+                    f"{len(interrupted)} check(s) of {attempt.mechanism} attempt "
                     f"{attempt.number} did not finish (interrupted)"
                 )
+        for note in below:
+            for line in textwrap.wrap(
+                note, STATUS_WIDTH, initial_indent="note: ", subsequent_indent="  "
+            ):
+                self.say(line)
         return 0
 
     def history(self, name: str | None) -> int:
@@ -640,6 +824,8 @@ class Practice:
             for line in table(mechanism, attempts, self._stages_of(attempts), checks):
                 self.say(line)
             for attempt in attempts:
+                for at, text in self.store.notes(attempt.id):
+                    self.say(f"  attempt {attempt.number} note, {at:%Y-%m-%d %H:%M}: {text}")
                 for check in checks[attempt.id]:
                     for number, question, answer in self.store.probe_answers(check.id):
                         self.say(f"  attempt {attempt.number} probe {number}: {question}")
@@ -655,8 +841,10 @@ class Practice:
 def _limits(options: argparse.Namespace) -> Limits:
     limits: Limits = {}
     if options.timeout is not None:
-        if options.timeout <= 0:
-            raise UsageError(f"--timeout must be > 0 seconds, got {options.timeout:g}")
+        if not math.isfinite(options.timeout) or options.timeout <= 0:
+            raise UsageError(
+                f"--timeout must be a finite number > 0 seconds, got {options.timeout:g}"
+            )
         limits["timeout"] = options.timeout
     if options.memory_limit is not None:
         if options.memory_limit < 0:
@@ -669,10 +857,21 @@ def _limits(options: argparse.Namespace) -> Limits:
     return limits
 
 
+def _note(note: str | None) -> str | None:
+    """`--note`: text the store can keep (a non-UTF-8 argument is refused before any write)."""
+    if note is None:
+        return None
+    try:
+        note.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("--note is not UTF-8 text: write it again in a UTF-8 terminal") from None
+    return note
+
+
 def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> int:
     options = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    home = _home(options.home)
     try:
+        home = _home(options.home)
         needs_root = options.command in ("check", "reveal", "watch")
         root = find_root(options.root, home) if needs_root else None
         practice = Practice(home, root, clock or _system_clock, print)
@@ -680,9 +879,8 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
             if options.command == "start":
                 return practice.start(options.mechanism, options.new)
             if options.command == "check":
-                return practice.check(
-                    options.mechanism, options.all, options.note, _limits(options)
-                )
+                limits, note = _limits(options), _note(options.note)
+                return practice.check(options.mechanism, options.all, note, limits)
             if options.command == "reveal":
                 return practice.reveal(options.mechanism)
             if options.command == "repair":
@@ -707,6 +905,10 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
     except StoreError as error:
         print(f"gptlab-practice: {error}", file=sys.stderr)
         return 3
+    except OSError as error:  # the home or an attempt file cannot be written or read
+        where = f" {error.filename}" if error.filename else ""
+        print(f"gptlab-practice:{where}: {error.strerror or error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

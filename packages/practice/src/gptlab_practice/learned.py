@@ -1,6 +1,6 @@
 """When an item (a mechanism or a drill) counts as *learned*, as the kit defines it.
 
-The kit (../shared/DRILLS.md, "Spacing and learned"): the attempt starts from an empty
+The kit's definition (the practice README, "Learned, as the kit defines it"): the attempt starts from an empty
 file with no assistant; every tensor dimension is named before code; aliasing and
 allocation are stated; the numerical-stability decision is explicit; time, memory and
 synchronisation costs are stated; and one clean re-solve passes on a later day.

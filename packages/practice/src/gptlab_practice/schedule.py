@@ -1,4 +1,4 @@
-"""The kit's spacing after a miss (../shared/DRILLS.md, "Spacing and learned").
+"""The kit's spacing after a miss (the practice README, "The kit's schedule").
 
 A miss on a mechanism or a canonical drill: a clean re-solve later the same day
 (after an unrelated task), another the next day, a retention check three days later

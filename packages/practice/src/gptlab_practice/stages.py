@@ -115,6 +115,12 @@ class Mechanism:
     drill: Drill | None = None  # a drill: one stage, its whole contract suite
     resolve_of: str | None = None  # a named re-solve: the mechanism whose suite grades it
     resolves: tuple[Mechanism, ...] = ()  # a mechanism's named re-solves
+    file_stem: str = ""  # the attempt file's stem when not the package (the seed's tiny_gpt)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """What a learner may type for it: the key, and its attempt file's stem."""
+        return tuple(dict.fromkeys(n for n in (self.package, self.file_stem) if n))
 
     @property
     def suite(self) -> str:
@@ -177,6 +183,7 @@ def _resolve(parent: Mechanism, name: str, row: dict[str, Any]) -> Mechanism:
         str(row.get("source", source)),
         (stage,),
         resolve_of=parent.package,
+        file_stem=f"{parent.file_stem or parent.package}_{name}",
     )
 
 
@@ -185,7 +192,13 @@ def _mechanism(package: str, table: dict[str, object]) -> Mechanism:
     if not isinstance(rows, list) or not rows:
         raise ValueError(f"stages.toml: {package} has no stages")
     stages = tuple(_stage(index, row, package) for index, row in enumerate(rows, start=1))
-    mechanism = Mechanism(package, str(table["readme_section"]), str(table["source"]), stages)
+    mechanism = Mechanism(
+        package,
+        str(table["readme_section"]),
+        str(table["source"]),
+        stages,
+        file_stem=str(table.get("file_stem", "")),
+    )
     named = table.get("resolves", {})
     if not isinstance(named, dict):
         raise ValueError(f"stages.toml: {package}.resolves must be a table of named re-solves")
@@ -218,7 +231,7 @@ def drill_unit(drill: Drill) -> Mechanism:
     source = f"the kit's {drill.kind} drill {drill.id}" + (
         f" (canonical owner {drill.owner})" if drill.owner else ""
     )
-    return Mechanism(drill.id, "README", source, (stage,), drill)
+    return Mechanism(drill.id, "README", source, (stage,), drill, file_stem=drill.stems[0])
 
 
 @cache

@@ -4,19 +4,28 @@ stdlib sqlite3, the schema version in `PRAGMA user_version`, every write in one
 `BEGIN IMMEDIATE` transaction (all of it lands or none of it). Rows are never
 deleted: a new attempt leaves the old one as it was (status `abandoned`), and a
 check that never finished stays visible as `running` (shown as interrupted).
+
+The file is made by the first write: until then the record is an empty in-memory one,
+so a command that only reads, or fails, leaves an empty home without a store. Whatever
+goes wrong with the file (damaged, read-only, locked, newer, a row that cannot be read)
+is a `StoreError`: one line naming the file and what to do.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 SCHEMA_VERSION = 2
 STORE_NAME = "practice.sqlite3"
+LOCK_WAIT_S = 2.0  # how long a command waits for another one's write before saying "locked"
 
 _SCHEMA = """
 CREATE TABLE attempts (
@@ -105,6 +114,9 @@ class StoreError(Exception):
     """The store cannot be used (locked, corrupt, or from a newer version); names the file."""
 
 
+MOVE_ASIDE = "move it aside (the next command starts a new record) or pass another --home"
+
+
 @dataclass(frozen=True)
 class Attempt:
     id: int
@@ -186,21 +198,31 @@ class PlannedReview:
     due_day: str
 
 
+def _instant(value: object) -> datetime:
+    """A stored timestamp: ISO 8601 with its offset (a naive one cannot meet the clock's)."""
+    if not isinstance(value, str):
+        raise ValueError(f"timestamp {value!r} is not text")
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp {value!r} has no UTC offset")
+    return moment
+
+
 def _time(value: object) -> datetime | None:
-    return datetime.fromisoformat(str(value)) if value is not None else None
+    return _instant(value) if value is not None else None
 
 
 def _attempt(row: sqlite3.Row) -> Attempt:
     return Attempt(
-        id=row["id"],
-        number=row["number"],
-        mechanism=row["mechanism"],
-        file=row["file"],
-        started_at=datetime.fromisoformat(row["started_at"]),
-        day=row["day"],
-        stage=row["stage"],
-        stage_count=row["stage_count"],
-        status=row["status"],
+        id=int(row["id"]),
+        number=int(row["number"]),
+        mechanism=str(row["mechanism"]),
+        file=str(row["file"]),
+        started_at=_instant(row["started_at"]),
+        day=str(row["day"]),
+        stage=int(row["stage"]),
+        stage_count=int(row["stage_count"]),
+        status=str(row["status"]),
         finished_at=_time(row["finished_at"]),
         reference_opened_at=_time(row["reference_opened_at"]),
         first_wrong_owner=row["first_wrong_owner"],
@@ -213,32 +235,118 @@ def _attempt(row: sqlite3.Row) -> Attempt:
     )
 
 
+def _stage_record(r: sqlite3.Row) -> StageRecord:
+    return StageRecord(
+        int(r["attempt_id"]),
+        int(r["stage"]),
+        int(r["minutes"]),
+        _instant(r["started_at"]),
+        _time(r["passed_at"]),
+        float(r["paused_s"]),
+    )
+
+
+def _check_record(r: sqlite3.Row) -> CheckRecord:
+    return CheckRecord(
+        int(r["id"]),
+        int(r["attempt_id"]),
+        int(r["stage"]),
+        _instant(r["at"]),
+        str(r["outcome"]),
+        int(r["tests_passed"]),
+        int(r["tests_failed"]),
+        r["failed_owner"],
+        str(r["reason"]),
+        r["wall_s"],
+        None if r["ledger_filled"] is None else bool(r["ledger_filled"]),
+    )
+
+
+def _review(r: sqlite3.Row) -> Review:
+    return Review(
+        int(r["id"]),
+        str(r["item"]),
+        str(r["step"]),
+        str(r["due_day"]),
+        int(r["miss_attempt_id"]),
+        str(r["status"]),
+        r["done_attempt_id"],
+        r["done_day"],
+    )
+
+
 class Store:
     """One practice home's record. Use as a context manager (closes the connection)."""
 
-    def __init__(self, path: Path, *, timeout_s: float = 2.0) -> None:
+    def __init__(self, path: Path, *, timeout_s: float | None = None) -> None:
         self.path = path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
+        self._timeout_s = LOCK_WAIT_S if timeout_s is None else timeout_s
+        self._on_file = False
+        if path.exists() or path.is_symlink():
+            self._db = self._open_file()
+        else:  # nothing to read yet: an empty record in memory until the first write
+            self._db = sqlite3.connect(":memory:", isolation_level=None)
             self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
-        except sqlite3.DatabaseError as error:
-            raise self._error(error) from None
-        except OSError as error:
-            raise StoreError(f"{path}: cannot open the practice store: {error}") from None
+            self._script(_SCHEMA + ";" + _V2)
 
-    def _error(self, error: sqlite3.DatabaseError) -> StoreError:
+    def _open_file(self) -> sqlite3.Connection:
+        """Connect to the file (made here if absent) and bring its schema up to date; on
+        failure the store is left as it was (in memory, or not open) and a StoreError says why."""
+        memory: sqlite3.Connection | None = getattr(self, "_db", None)
+        db = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=self._timeout_s, isolation_level=None)
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA foreign_keys = ON")
+            self._db, self._on_file = db, True  # the migration writes through self._db
+            self._migrate()
+            return db
+        except BaseException as error:
+            self._close_quietly(db)
+            if memory is not None:  # still the in-memory record: nothing was written
+                self._db, self._on_file = memory, False
+            if isinstance(error, sqlite3.Error):
+                raise self._error(error) from None
+            if isinstance(error, OSError):
+                raise StoreError(
+                    f"{self.path}: cannot open the practice store ({error.strerror or error}):"
+                    " check the folder's permissions, or pass another --home"
+                ) from None
+            raise
+
+    @staticmethod
+    def _close_quietly(db: sqlite3.Connection | None) -> None:
+        if db is not None:
+            db.close()
+
+    def _error(self, error: sqlite3.Error) -> StoreError:
         text = str(error)
         if "locked" in text or "busy" in text:
             return StoreError(
                 f"{self.path}: the practice store is locked by another process "
                 "(another check still running?); try again when it has finished"
             )
+        if "readonly" in text or "read-only" in text:
+            return StoreError(
+                f"{self.path}: the practice store cannot be written (a read-only file or "
+                "folder); nothing was recorded: make both writable, or pass another --home"
+            )
+        if "unable to open" in text:
+            return StoreError(
+                f"{self.path}: the practice store cannot be opened ({text}): check that it is"
+                " a file you may read and write, or pass another --home"
+            )
         return StoreError(
             f"{self.path}: not a readable practice store ({text}); it was left untouched: "
-            "move it aside to start a new record"
+            f"{MOVE_ASIDE}"
+        )
+
+    def damaged(self, what: str) -> StoreError:
+        """A row the record holds that this version cannot use (named by `what`)."""
+        return StoreError(
+            f"{self.path}: the practice store is damaged ({what}); it was left untouched: "
+            f"{MOVE_ASIDE}"
         )
 
     def _migrate(self) -> None:
@@ -256,7 +364,10 @@ class Store:
             if version == 0:
                 tables = self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
                 if tables:
-                    raise StoreError(f"{self.path}: an SQLite file that is not a practice store")
+                    raise StoreError(
+                        f"{self.path}: an SQLite file that is not a practice store; it was left"
+                        f" untouched: {MOVE_ASIDE}"
+                    )
                 self._script(_SCHEMA)
             if version < 2:
                 self._script(_V2)
@@ -269,21 +380,36 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Every write: all of it or none of it; a lock held elsewhere is a StoreError."""
+        """Every write: all of it or none of it; a lock held elsewhere is a StoreError, and so
+        is any database error inside (the transaction is rolled back first)."""
+        if not self._on_file:  # the first write makes the file
+            memory, self._db = self._db, self._open_file()
+            memory.close()
         try:
             self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.DatabaseError as error:
+        except sqlite3.Error as error:
             raise self._error(error) from None
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
+        except BaseException as error:
+            self._rollback()
+            if isinstance(error, sqlite3.Error):
+                raise self._error(error) from None
+            if isinstance(error, (KeyError, IndexError, TypeError, ValueError)):
+                raise self.damaged(f"{type(error).__name__}: {error}") from None
             raise
         else:
             try:
                 self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as error:
+            except sqlite3.Error as error:
+                self._rollback()
                 raise self._error(error) from None
+
+    def _rollback(self) -> None:
+        # SQLite may have rolled back on its own already (a full disk, an I/O error).
+        if self._db.in_transaction:
+            with suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
 
     def close(self) -> None:
         self._db.close()
@@ -297,82 +423,63 @@ class Store:
     def _read(self, sql: str, *args: object) -> list[sqlite3.Row]:
         try:
             return list(self._db.execute(sql, args))
-        except sqlite3.DatabaseError as error:
+        except sqlite3.Error as error:
             raise self._error(error) from None
+
+    def _rows(
+        self, table: str, rows: list[sqlite3.Row], make: Callable[[sqlite3.Row], T]
+    ) -> list[T]:
+        """Rows as records; a row this version cannot read is a StoreError naming its table."""
+        try:
+            return [make(row) for row in rows]
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            raise self.damaged(f"a row of {table}: {error}") from None
 
     # -- reading
     def attempts(self, mechanism: str | None = None) -> list[Attempt]:
         if mechanism is None:
-            return [_attempt(r) for r in self._read(f"{_NUMBERED} ORDER BY id")]
+            return self._rows("attempts", self._read(f"{_NUMBERED} ORDER BY id"), _attempt)
         rows = self._read(f"{_NUMBERED} WHERE mechanism = ? ORDER BY id", mechanism)
-        return [_attempt(r) for r in rows]
+        return self._rows("attempts", rows, _attempt)
 
     def attempt(self, attempt_id: int) -> Attempt:
-        return _attempt(self._read(f"{_NUMBERED} WHERE id = ?", attempt_id)[0])
+        found = self._rows(
+            "attempts", self._read(f"{_NUMBERED} WHERE id = ?", attempt_id), _attempt
+        )
+        if not found:
+            raise self.damaged(f"attempt {attempt_id} is referred to but missing")
+        return found[0]
 
     def active(self, mechanism: str | None = None) -> list[Attempt]:
         return [a for a in self.attempts(mechanism) if a.status == "active"]
 
     def stages(self, attempt_id: int) -> list[StageRecord]:
         rows = self._read("SELECT * FROM stages WHERE attempt_id = ? ORDER BY stage", attempt_id)
-        return [
-            StageRecord(
-                r["attempt_id"],
-                r["stage"],
-                r["minutes"],
-                datetime.fromisoformat(r["started_at"]),
-                _time(r["passed_at"]),
-                r["paused_s"],
-            )
-            for r in rows
-        ]
+        return self._rows("stages", rows, _stage_record)
 
     def checks(self, attempt_id: int) -> list[CheckRecord]:
         rows = self._read("SELECT * FROM checks WHERE attempt_id = ? ORDER BY id", attempt_id)
-        return [
-            CheckRecord(
-                r["id"],
-                r["attempt_id"],
-                r["stage"],
-                datetime.fromisoformat(r["at"]),
-                r["outcome"],
-                r["tests_passed"],
-                r["tests_failed"],
-                r["failed_owner"],
-                r["reason"],
-                r["wall_s"],
-                None if r["ledger_filled"] is None else bool(r["ledger_filled"]),
-            )
-            for r in rows
-        ]
+        return self._rows("checks", rows, _check_record)
 
     def probe_answers(self, check_id: int) -> list[tuple[int, str, str]]:
         rows = self._read(
             "SELECT number, question, answer FROM probe_answers WHERE check_id = ? ORDER BY number",
             check_id,
         )
-        return [(r["number"], r["question"], r["answer"]) for r in rows]
+        return self._rows(
+            "probe_answers",
+            rows,
+            lambda r: (int(r["number"]), str(r["question"]), str(r["answer"])),
+        )
 
     def reviews(self, item: str | None = None) -> list[Review]:
         where, args = ("WHERE item = ?", (item,)) if item else ("", ())
         rows = self._read(f"SELECT * FROM reviews {where} ORDER BY due_day, id", *args)
-        return [
-            Review(
-                r["id"],
-                r["item"],
-                r["step"],
-                r["due_day"],
-                r["miss_attempt_id"],
-                r["status"],
-                r["done_attempt_id"],
-                r["done_day"],
-            )
-            for r in rows
-        ]
+        return self._rows("reviews", rows, _review)
 
     def notes(self, attempt_id: int) -> list[tuple[datetime, str]]:
         rows = self._read("SELECT at, text FROM notes WHERE attempt_id = ? ORDER BY id", attempt_id)
-        return [(datetime.fromisoformat(r["at"]), r["text"]) for r in rows]
+        return self._rows("notes", rows, lambda r: (_instant(r["at"]), str(r["text"])))
 
     # -- writing (each one transaction)
     def start_attempt(

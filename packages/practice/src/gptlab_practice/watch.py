@@ -2,8 +2,11 @@
 
 File events come from `watchfiles` (the attempt's folder, filtered to the attempt file,
 so an editor's save-by-rename counts); the screen is `rich`'s Live display, redrawn a
-few times a second so the budget ticks. A check is the same `check` the command runs
-(same store rows); Ctrl-C during a check records it as interrupted and leaves.
+few times a second so the budget ticks. A check is the same `check --all` the command
+runs (same store rows: a save that passes several stages advances through all of them),
+with one difference: a save is not a decision. A failing save records its check but no
+first wrong decision (nor re-solves) until the stage's budget has run out; an explicit
+`check` decides at once. Ctrl-C during a check records it as interrupted and leaves.
 """
 
 from __future__ import annotations
@@ -57,8 +60,17 @@ class Screen:
     def snapshot(self) -> None:
         assert self.attempt is not None
         self.attempt = self.practice.store.attempt(self.attempt.id)
+        self.practice.unit_of(self.attempt)  # a store naming an unknown item or stage: one line
         stages = self.practice.store.stages(self.attempt.id)
         self.record = next((r for r in stages if r.stage == self.attempt.stage), None)
+
+    def budget_spent(self) -> bool:
+        """Has the current stage's budget run out (its failing check is then a decision)?"""
+        assert self.attempt is not None
+        self.snapshot()
+        if self.record is None:
+            return False
+        return self.record.spent(self.practice.clock()) > self.record.minutes * 60
 
     def run_check(self, saved_at: float) -> None:
         from .cli import RefusedError
@@ -68,8 +80,9 @@ class Screen:
         say = self.practice.say
         self.practice.say = lines.append
         self.state, self.note = "checking...", ""
+        decide = self.budget_spent()
         try:
-            code = self.practice.check(self.attempt.mechanism, False, None, {})
+            code = self.practice.check(self.attempt.mechanism, True, None, {}, decide=decide)
             self.state = "PASS" if code == 0 else "FAIL"
         except RefusedError as error:
             lines.append(str(error))

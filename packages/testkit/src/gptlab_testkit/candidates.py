@@ -203,6 +203,15 @@ def _innermost_user_frame(error: BaseException) -> str:
     return where if "candidates.py" not in where else ""
 
 
+def _judged_module(variable: str, spec: str) -> Any:
+    """Judge mode: a candidate file runs in a worker, never here (gptlab_testkit.judge)."""
+    from .judge import judged, remote_module
+
+    if spec.endswith(".py") and spec != VARIABLES[variable].default_module and judged(variable):
+        return remote_module(variable, spec)
+    return None
+
+
 @cache
 def load_candidate(variable: str) -> ModuleType:
     """Import the module a variable selects and check every graded name exists.
@@ -212,8 +221,10 @@ def load_candidate(variable: str) -> ModuleType:
     if variable not in VARIABLES:
         raise CandidateError(f"unknown implementation variable {variable!r}")
     spec = module_spec(variable)
+    if os.environ.get("GPTLAB_LISTING_EXPECTED"):  # listing the expected tests: no candidate
+        spec = VARIABLES[variable].default_module  # code runs (gptlab_testkit.expected)
     try:
-        module = import_spec(spec)
+        module = _judged_module(variable, spec) or import_spec(spec)
     except Exception as error:  # any failure of a stranger's module is reported, not raised
         cause = import_cause(error, _innermost_user_frame(error))
         raise CandidateError(f"{variable}={spec}: module could not be imported: {cause}") from None

@@ -52,6 +52,7 @@ from typing import Any, Literal
 from tqdm import tqdm
 
 from .candidates import VARIABLES, folder_assignments
+from .checkout_guard import CheckoutGuard
 from .grading import UsageError, grade_run, parse_assignments, selection
 from .grading import parse_options as grade_options
 from .results import TestResult, records_payload, results_from
@@ -238,17 +239,35 @@ def not_graded(folder: Path) -> Submission:
 Grader = Callable[[Path], Submission | PendingSubmission]
 
 
-def grade_all(folders: Sequence[Path], grader: Grader, jobs: int) -> list[Submission]:
+def tampered(submission: Submission, changed: list[str]) -> Submission:
+    """A submission that changed the graded checkout: no test of it is credited."""
+    shown = ", ".join(changed[:3]) + (f" (+{len(changed) - 3} more)" if len(changed) > 3 else "")
+    why = f"the submission changed the graded checkout ({shown}); restored before the next"
+    for test in submission.tests:
+        test.outcome, test.reason = "failed", why
+    submission.note = why
+    if submission.status == "graded" and not submission.tests:
+        submission.returncode = submission.returncode or 1
+    return submission
+
+
+def grade_all(
+    folders: Sequence[Path], grader: Grader, jobs: int, guard: CheckoutGuard | None = None
+) -> list[Submission]:
     """Grade every folder (`jobs` side by side) under a progress bar; sorted by name.
 
     A grader returns the row, or a pending run (`poll()`, `kill()`) that gives it later;
-    every run is forked from this one thread (see `suites.side_by_side`).
+    every run is forked from this one thread (see `suites.side_by_side`). `guard` puts
+    the checkout back after each submission and names what it changed (checkout_guard).
     """
     done: list[Submission] = []
     tqdm.monitor_interval = 0  # no monitor thread: runs are forked from this process
     with tqdm(total=len(folders), desc="grading", unit="submission", file=sys.stderr) as bar:
         starts = [lambda folder=folder: grader(folder) for folder in folders]
         for _, submission in side_by_side(starts, jobs):
+            changed = guard.restore() if guard is not None else []
+            if changed:
+                submission = tampered(submission, changed)
             done.append(submission)
             bar.write(f"{submission.name}: {submission.verdict} ({submission.seconds:.0f} s)")
             bar.update()
@@ -464,7 +483,8 @@ def grade_class(argv: list[str], pytest_args: list[str]) -> int:
         return grade_submission(folder, grade_args, logs / f"{folder.name}.log", limit)
 
     warm_up()  # once: every submission's run is forked from here
-    submissions = grade_all(folders, grader, options.jobs)
+    guard = CheckoutGuard(Path.cwd()) if (Path.cwd() / "packages").is_dir() else None
+    submissions = grade_all(folders, grader, options.jobs, guard)
     write_class(options.out, submissions, class_payload(submissions, settings, **payload_extra))
     print(f"class table: {options.out / 'class.md'} ({len(submissions)} submissions)")
     return 1 if any(submission.status == "broken" for submission in submissions) else 0

@@ -22,7 +22,12 @@ Each test runs from a scratch working directory, under a per-test time limit and
 memory limit; a test that hangs, exits its process, aborts or crashes fails and is
 routed like any other, and the rest of the suite still runs.
 
+The suites come from a gptlab checkout: `--root` (or $GPTLAB_ROOT), else the one above the
+working directory, else the one this package is installed from (an editable install);
+without one, grade says so in one line. A bad argument is answered before torch is imported.
+
 Options (before any `--`):
+  --root PATH           the gptlab checkout whose suites grade runs (see above)
   --timeout SECONDS     per-test time limit (default 60)
   --memory-limit MIB    address-space limit of each test process (default 4096; 0: none)
   --workers N           test processes side by side (default: CPU count, at most 4)
@@ -47,7 +52,9 @@ import os
 import sys
 from pathlib import Path
 
-from .classroom import main as grade_class
+from . import reaper
+from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
+from .expected import verdict_lines
 from .grading import (
     IMPORT_ALLOWANCE_S,
     UsageError,
@@ -58,7 +65,6 @@ from .grading import (
     selection,
     swapped_variables,
 )
-from .plugin import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
 from .reporting import graded_modules, module_lines
 from .results import write_gradescope, write_report
 from .suites import SuiteRun, grading_args, warm_up
@@ -86,12 +92,15 @@ def main(argv: list[str]) -> int:
     if "-h" in argv or "--help" in argv:
         print(USAGE)
         return 0
+    reaper.guard_grading_process()  # orphans of a run come here, and are ended
     own, pytest_args = (
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     )
     if any(arg == "--submissions" or arg.startswith("--submissions=") for arg in own) or (
         own and own[0] == "merge"
     ):
+        from .classroom import main as grade_class  # (tqdm and the rest: only for a class)
+
         return int(grade_class(own, pytest_args))
     try:
         options = parse_options(own)
@@ -104,7 +113,9 @@ def main(argv: list[str]) -> int:
     print("gptlab grade: modules graded")
     for line in module_lines():
         print("  " + line)
-    paths, ladder = selection(Path.cwd(), assignments, options.full)
+    if not Path.cwd().resolve().is_relative_to(options.root):
+        print(f"  suites of the checkout {options.root}")
+    paths, ladder = selection(options.root, assignments, options.full)
     if ladder:
         print(f"\nselected: {len(paths)} test files that load a swapped variable (--full: all)")
     print(flush=True)
@@ -113,6 +124,8 @@ def main(argv: list[str]) -> int:
     if run.problem:
         print(f"grade: candidate error: {run.problem}", file=sys.stderr)
     run.not_rerun = not_rerun(run, ladder)
+    if swapped_variables(assignments) and run.results:
+        print("\n".join(verdict_lines(run.results, run.not_rerun)), flush=True)
     write_outputs(options, run)
     return 4 if run.problem and not run.results else run.returncode
 

@@ -7,12 +7,19 @@ build on it: each run is forked from this warm process (`suites.ForkedRun`).
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import math
+import os
+import time
 from pathlib import Path
 
 from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments, select_test_files
-from .plugin import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
+from .checkout import CheckoutError, find_checkout
+from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
+from .expected import Expected, judged_returncode, list_expected, verdicts
 from .results import gradescope_keys, package_of, parse_visibility
-from .suites import ForkedRun, drill_suite_paths, grading_args, suite_paths
+from .suggest import did_you_mean
+from .suites import ForkedRun, SuiteRun, drill_suite_paths, grading_args, suite_paths
 
 
 class UsageError(Exception):
@@ -26,20 +33,47 @@ def _variable_for(key: str) -> str:
         return VARIABLE_BY_PACKAGE[key].name
     if key.lower() in VARIABLE_BY_PACKAGE and VARIABLE_BY_PACKAGE[key.lower()].is_drill:
         return VARIABLE_BY_PACKAGE[key.lower()].name  # a drill id in any case: P19, p19
-    packages = ", ".join(p for p, v in VARIABLE_BY_PACKAGE.items() if not v.is_drill)
-    drills = ", ".join(p for p, v in VARIABLE_BY_PACKAGE.items() if v.is_drill)
-    known = packages + (f"; a drill: {drills}" if drills else "")
-    raise UsageError(f"unknown package {key!r}: expected one of {known} (or a *_MODULE variable)")
+    packages = [p for p, v in VARIABLE_BY_PACKAGE.items() if not v.is_drill]
+    drills = sorted(p for p, v in VARIABLE_BY_PACKAGE.items() if v.is_drill)
+    stems = [stem for v in VARIABLES.values() for stem in v.stems]  # the seed's tiny_gpt too
+    hint = did_you_mean(key, [*packages, *drills, *VARIABLES, *stems])
+    known = ", ".join(packages)
+    if drills:
+        known += f"; a drill id: {drills[0]} ... {drills[-1]} ({len(drills)} in all)"
+    raise UsageError(f"unknown package {key!r}{hint}: expected {known}; or a *_MODULE variable")
 
 
-def _module_value(value: str) -> str:
-    """A path that exists is made absolute (pytest may run elsewhere); else a module name."""
+def _module_value(key: str, value: str) -> str:
+    """A `.py` path (made absolute: pytest runs elsewhere) or an importable module name,
+    checked now: an empty value, a missing file or an unknown module is refused."""
+    if not value.strip():
+        raise UsageError(f"{key}={value}: no candidate given (a .py file or a module name)")
     path = Path(value).expanduser()
-    if value.endswith(".py"):
+    if value.endswith(".py") or os.sep in value or path.is_dir():
+        if path.is_dir():
+            raise UsageError(f"{key}={value}: a folder; give the .py file, or the folder alone")
         if not path.is_file():
-            raise UsageError(f"candidate file not found: {value}")
+            siblings = [p.name for p in path.parent.glob("*.py")] if path.parent.is_dir() else []
+            hint = did_you_mean(path.name, siblings)
+            raise UsageError(f"candidate file not found: {value}{hint}")
         return str(path.resolve())
+    top = value.split(".")[0]
+    if not (Path.cwd() / f"{value}.py").is_file() and importlib.util.find_spec(top) is None:
+        raise UsageError(f"{key}={value}: no module {top!r} can be imported here, nor {value}.py")
     return value
+
+
+def _file_module(argument: str) -> dict[str, str]:
+    """A lone `.py` file named like one of the seed's (`kv_cache.py`, `tiny_gpt_attempt.py`)."""
+    path = Path(argument).expanduser().resolve()
+    found = folder_assignments(path.parent)
+    variables = [v for v, file in found.items() if file == path]
+    if not variables:
+        raise UsageError(
+            f"{argument}: its name is none of the seed's files: name its package first "
+            f"(grade kv_cache {argument})"
+        )
+    return {variables[0]: str(path)}
 
 
 def _folder_modules(folder: Path) -> dict[str, str]:
@@ -60,13 +94,18 @@ def parse_assignments(arguments: list[str]) -> dict[str, str]:
     pending: str | None = None
     for argument in arguments:
         if pending is not None:
-            assignments[_variable_for(pending)] = _module_value(argument)
+            assignments[_variable_for(pending)] = _module_value(pending, argument)
             pending = None
         elif "=" not in argument and Path(argument).expanduser().is_dir():
             assignments.update(_folder_modules(Path(argument).expanduser().resolve()))
+        elif "=" not in argument and Path(argument).expanduser().is_file():
+            assignments.update(_file_module(argument))
         elif "=" in argument:
             key, value = argument.split("=", 1)
-            assignments[_variable_for(key)] = _module_value(value)
+            variable = _variable_for(key)  # the key first: its typo is the likelier one
+            assignments[variable] = _module_value(key, value)
+        elif argument.endswith(".py") or os.sep in argument:
+            raise UsageError(f"{argument}: no such file or folder")
         else:
             _variable_for(argument)
             pending = argument
@@ -75,20 +114,54 @@ def parse_assignments(arguments: list[str]) -> dict[str, str]:
     return assignments
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one line, no usage block, no exit)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def number(text: str) -> float:
+    """A finite number: NaN or an infinity would pass every `<= 0` check and disable a limit."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _unknown_option(parser: argparse.ArgumentParser, extras: list[str]) -> None:
+    option = next((extra for extra in extras if extra.startswith("-")), None)
+    if option is not None:
+        known = [name for action in parser._actions for name in action.option_strings]
+        hint = did_you_mean(option.split("=", 1)[0], known)
+        raise UsageError(f"unknown option {option}{hint}; grade -h lists them")
+
+
 def parse_options(argv: list[str]) -> argparse.Namespace:
-    """grade's own options (before any `--`), checked; `grade -h` prints them all."""
-    parser = argparse.ArgumentParser(prog="grade", add_help=False)
+    """grade's own options (before any `--`), checked; `grade -h` prints them all.
+
+    Every answer comes before torch is imported: a typo costs well under a second.
+    """
+    parser = _Parser(prog="grade", add_help=False, allow_abbrev=False)
     parser.add_argument("candidates", nargs="*")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
+    parser.add_argument("--root", type=Path)
+    parser.add_argument("--timeout", type=number, default=DEFAULT_TIMEOUT_S)
     parser.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_MIB)
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--full", action="store_true")
+    parser.add_argument("--judge", action="store_true")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--junitxml", type=Path)
     parser.add_argument("--gradescope", type=Path)
-    parser.add_argument("--gradescope-points", type=float)
+    parser.add_argument("--gradescope-points", type=number)
     parser.add_argument("--gradescope-visibility", action="append", default=[])
-    options = parser.parse_args(argv)
+    options, extras = parser.parse_known_args(argv)
+    _unknown_option(parser, extras)
+    options.candidates += extras  # positional arguments after an option
+    try:
+        options.root = find_checkout(options.root)
+    except CheckoutError as error:
+        raise UsageError(str(error)) from None
     if options.timeout <= 0:
         raise UsageError(f"--timeout must be > 0 seconds, got {options.timeout:g}")
     if options.workers < 1:
@@ -152,7 +225,7 @@ def grade_run(
     *,
     log: Path | None = None,
     limit: float | None = None,
-) -> ForkedRun:
+) -> JudgedRun:
     """One grading run, forked from this warm process (see ForkedRun)."""
     junit = [f"--junitxml={options.junitxml.resolve()}"] if options.junitxml else []
     args = [
@@ -168,9 +241,17 @@ def grade_run(
         *pytest_args,
     ]
     names = ", ".join(f"{variable}={module}" for variable, module in assignments.items())
-    return ForkedRun(
+    # Fixed before any candidate code runs (a class lists once per set of variables).
+    expected = _expected(paths, assignments, args) if swapped_variables(assignments) else None
+    from .judge import JUDGE_VARIABLE  # here: judge imports torch, and grade's argument
+    # checks must answer before torch is imported (test_testkit_grade_doors)
+
+    judging = {JUDGE_VARIABLE: "all" if getattr(options, "judge", False) else "default"}
+    judging |= {"GPTLAB_JUDGE_TIMEOUT": f"{options.timeout:g}"}
+    judging |= {"GPTLAB_JUDGE_MEMORY_MIB": str(options.memory_limit)}
+    run = ForkedRun(
         paths,
-        assignments,
+        {**assignments, **judging},
         args,
         log=log,
         capture=log is not None,
@@ -179,3 +260,43 @@ def grade_run(
         limit=limit,
         describe=names,
     )
+    return JudgedRun(run, expected)
+
+
+_LISTED: dict[tuple[object, ...], Expected] = {}
+
+
+def _expected(paths: list[str], assignments: dict[str, str], args: list[str]) -> Expected:
+    swapped = swapped_variables(assignments)
+    key = (tuple(paths), frozenset(swapped), tuple(args))
+    if key not in _LISTED:
+        listed = {variable: assignments[variable] for variable in swapped}
+        _LISTED[key] = list_expected(paths, listed, args)
+    return _LISTED[key]
+
+
+class JudgedRun:
+    """A forked run whose verdicts are decided here, against the tests listed before it
+    started (`expected.verdicts`): what the run skipped or never reported fails."""
+
+    def __init__(self, run: ForkedRun, expected: Expected | None) -> None:
+        self.run = run
+        self.expected = expected
+
+    def poll(self) -> SuiteRun | None:
+        result = self.run.poll()
+        if result is None or self.expected is None or self.expected.problem:
+            return result
+        if not result.results and result.returncode != 0:
+            return result  # no verdict at all (a candidate error): no credit either way
+        result.results = verdicts(self.expected, result.results)
+        result.returncode = judged_returncode(result.returncode, result.results)
+        return result
+
+    def wait(self) -> SuiteRun:
+        while (result := self.poll()) is None:
+            time.sleep(0.05)
+        return result
+
+    def kill(self) -> None:
+        self.run.kill()

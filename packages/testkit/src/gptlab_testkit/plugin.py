@@ -1,5 +1,13 @@
 """pytest plugin (entry point `gptlab`): markers, owner checks, routing and scorecard.
 
+Installed with any gptlab package, it loads into every pytest run of that environment but
+acts only where asked (`opted_in`): this repository's suites (its pyproject.toml sets the
+ini option `gptlab = true`), a `conftest.py` that sets `gptlab = True` (the rootdir's or one
+beside the tests given), `--gptlab` or any other `--gptlab-...` option (grade, practice
+and the ladder pass `--gptlab-report`). Elsewhere it registers nothing, changes no
+option, loads no hypothesis profile and imports no torch: another project's suite runs
+as if it were not installed. Where it acts:
+
 - registers the markers `tier0`..`tier3`, `contract`, `extension`, `owner(key)`;
 - refuses to run a test that lacks an owner from routing.toml or a contract/extension mark;
 - ends a failing run with the routing rows of its failures (a passing run prints nothing);
@@ -31,6 +39,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,7 +47,11 @@ from typing import Any
 import pytest
 
 from . import isolation
+from .brief import brief_longrepr
 from .candidates import VARIABLES, collection_errors, is_reference, variables_of
+from .defaults import DEFAULT_MEMORY_MIB as DEFAULT_MEMORY_MIB  # re-exported: callers' names
+from .defaults import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
+from .defaults import default_workers as default_workers
 from .isolation import (
     CRASHES_BEFORE_STOP,
     ForkPool,
@@ -65,16 +78,9 @@ from .results import (
 _SHARED_KEY = "gptlab_shared"
 _TIMEOUT = re.compile(r"Timeout \(>([0-9.]+)s\)")
 
-# The grading defaults, also `grade`'s. The slowest honest contract test takes a few
-# seconds on a 2-core machine; the limit leaves a wide margin for busier machines.
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_MEMORY_MIB = 4096
+# The grading defaults (also `grade`'s) live in `defaults`, which imports no pytest.
 # The pipe `grade` waits on: written once collection (the candidates' import) is done.
 COLLECTED_FD_VARIABLE = "GPTLAB_COLLECTED_FD"
-
-
-def default_workers() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
 
 
 def candidates_swapped() -> list[str]:
@@ -83,7 +89,13 @@ def candidates_swapped() -> list[str]:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("gptlab", type="bool", default=False, help="run the gptlab plugin here")
     group = parser.getgroup("gptlab")
+    group.addoption(
+        "--gptlab",
+        action="store_true",
+        help="run the gptlab plugin (owners, routing, grading protections) in this session",
+    )
     group.addoption(
         "--gptlab-scorecard",
         action="store_true",
@@ -136,8 +148,36 @@ def _grading_defaults(config: pytest.Config) -> None:
             option.timeout_method = "signal"
 
 
+# Options whose explicit use asks for the plugin (value when not given).
+_OPT_IN_OPTIONS = {
+    "gptlab_scorecard": False,
+    "gptlab_report": None,
+    "gptlab_memory_limit": None,
+    "gptlab_workers": None,
+    "gptlab_stop_once_caught": "",
+    "gptlab_not_rerun": "",
+}
+
+
+def opted_in(config: pytest.Config) -> bool:
+    """Whether this session asked for the plugin: the `gptlab` ini option, `--gptlab` or
+    another `--gptlab-...` option, or a conftest.py loaded before configuration (the
+    rootdir's, or one in a folder of the given tests) that sets `gptlab = True`."""
+    if config.getoption("gptlab") or config.getini("gptlab"):
+        return True
+    if any(getattr(config.option, dest) != unset for dest, unset in _OPT_IN_OPTIONS.items()):
+        return True
+    return any(
+        getattr(plugin, "gptlab", None) is True
+        and str(getattr(plugin, "__file__", "")).endswith("conftest.py")
+        for plugin in config.pluginmanager.get_plugins()
+    )
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-timeout reads its options
 def pytest_configure(config: pytest.Config) -> None:
+    if not opted_in(config):
+        return  # another project's suite: nothing registered, nothing changed
     _grading_defaults(config)
     descriptions = ("construction and shape", "numerical contract", "cache contract", "generation")
     for tier, what in zip(TIERS, descriptions, strict=True):
@@ -266,6 +306,7 @@ class GptlabSession:
         self.watchdog = Watchdog(self.state, timeout_seconds(config))
         self.stop_rule = _stop_rule(config.getoption("--gptlab-stop-once-caught"))
         self.reported: set[str] = set()
+        self.candidate_error = ""  # a candidate that could not be imported, in one line
         self.session: pytest.Session | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -342,7 +383,10 @@ class GptlabSession:
         # A broken candidate ends the run with one line, before any traceback is reported.
         report = yield
         if report.failed and collection_errors:
-            pytest.exit(f"candidate error: {collection_errors[0]}", returncode=4)
+            # Printed by pytest_terminal_summary, plainly (pytest.exit would frame it in
+            # '!' as an Exit); the exit status 4 is set in pytest_sessionfinish.
+            self.candidate_error = f"candidate error: {collection_errors[0]}"
+            raise collector.session.Failed(self.candidate_error)
         return report
 
     # -- running (serial runs and workers)
@@ -355,6 +399,8 @@ class GptlabSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report = yield
+        if report.failed and self.config.option.tbstyle == "line":
+            brief_longrepr(report.longrepr)  # grade's FAILURES section: no whole tensor reprs
         result = self.results.get(item.nodeid)
         if report.failed and call.excinfo is not None:
             # Travels with the report (pytest serializes extra attributes) to whoever records it.
@@ -442,6 +488,8 @@ class GptlabSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if _is_worker(self.config):
             return
+        if self.candidate_error:
+            terminalreporter.write_line(self.candidate_error)
         results = list(self.results.values())
         if self.config.getoption("--gptlab-scorecard"):
             terminalreporter.section("gptlab scorecard")
@@ -455,9 +503,14 @@ class GptlabSession:
                 terminalreporter.write_line(line)
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal summary and the report
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if _is_worker(self.config):
             return
+        judge = sys.modules.get(f"{__package__}.judge")  # imported only where used: it
+        if judge is not None:  # imports torch, which an unrelated suite must never pay for
+            judge.end_workers()  # judge mode: no candidate process is left when results are written
+        if self.candidate_error:
+            session.exitstatus = 4  # no verdict: the candidate could not be graded
         if not self.config.option.collectonly:
             # A test the run never reached did not pass (-x, --maxfail, Ctrl-C, a stop rule).
             for nodeid, result in self.results.items():

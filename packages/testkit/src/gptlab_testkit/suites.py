@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import reaper
 from .candidates import MECHANISM_VARIABLES, VARIABLES, is_reference
 from .results import TestResult, read_report
 
@@ -182,6 +183,10 @@ def _scan_hypothesis_constants() -> None:
         importlib.import_module("_hypothesis_pytestplugin")  # preloaded, like _PRELOAD
 
 
+class _StopRunError(Exception):
+    """The keeper was told to stop its run (SIGTERM from the grading process)."""
+
+
 def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
@@ -227,20 +232,59 @@ class ForkedRun:
         sys.stdout.flush()
         sys.stderr.flush()
         self.pid = os.fork()
-        if self.pid == 0:
+        if self.pid == 0:  # the keeper: it owns the run's whole process tree (see reaper)
             os.close(read_end)
-            self._child(argv, env, write_end, (cwd or scratch / "cwd").resolve(), clear_variables)
+            self._keeper(argv, env, write_end, (cwd or scratch / "cwd").resolve(), clear_variables)
+        reaper.LIVE_KEEPERS.add(self.pid)
         os.close(write_end)
         os.set_blocking(read_end, False)
         self._collected_fd = read_end
+
+    def _keeper(
+        self, argv: list[str], env: Mapping[str, str], fd: int, cwd: Path, clear: bool
+    ) -> None:
+        """Fork the run, wait for it, then end every process it left (nothing outlives it).
+
+        It exits as the run did (its code, or the signal that ended it), so the grading
+        process reads the run's status from the keeper. SIGTERM: stop the run now.
+        """
+        status = 3 << 8
+        try:
+            os.setpgid(0, 0)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            reaper.become_subreaper()
+            run = os.fork()
+            if run == 0:
+                self._child(argv, env, fd, cwd, clear)
+            os.close(fd)
+
+            def stop(_signum: int, _frame: object) -> None:
+                raise _StopRunError
+
+            signal.signal(signal.SIGTERM, stop)
+            try:
+                _, status = os.waitpid(run, 0)
+            except _StopRunError:
+                status = signal.SIGKILL  # reads as a run that was killed (exit status -9)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            reaper.end_tree()
+        except BaseException:  # nothing may unwind into the parent's code
+            with contextlib.suppress(BaseException):
+                reaper.end_tree()
+        if os.WIFSIGNALED(status):  # die of the same signal (SIGKILL has no handler)
+            with contextlib.suppress(BaseException):
+                if os.WTERMSIG(status) != signal.SIGKILL:
+                    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+                os.kill(os.getpid(), os.WTERMSIG(status))
+        os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 3)
 
     def _child(
         self, argv: list[str], env: Mapping[str, str], fd: int, cwd: Path, clear: bool
     ) -> None:
         code = 3
         try:
-            os.setpgid(0, 0)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             if clear:  # a caller's *_MODULE variables must not reach this run
                 for name in VARIABLES:
                     os.environ.pop(name, None)
@@ -304,16 +348,27 @@ class ForkedRun:
         return result
 
     def kill(self) -> None:
+        """Stop the run: its group at once, then the keeper ends whatever left the group."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+            os.killpg(self.pid, signal.SIGKILL)  # the keeper's group: run, pool, children
 
     def _kill(self, why: str) -> SuiteRun:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGTERM)  # the keeper stops the run and its strays
+        deadline = time.monotonic() + 15.0
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return self._finish(_exit_code(status), why)
+            time.sleep(0.02)
         self.kill()
         _, status = os.waitpid(self.pid, 0)
         return self._finish(_exit_code(status), why)
 
     def _finish(self, returncode: int, problem: str) -> SuiteRun:
         self.kill()  # workers left behind by a run that died
+        reaper.LIVE_KEEPERS.discard(self.pid)
+        reaper.sweep()  # orphans of a keeper the candidate killed: before any result
         os.close(self._collected_fd)
         results: list[TestResult] = []
         if self.report.exists():

@@ -1,0 +1,43 @@
+"""A detached process (double fork, setsid) rewrites grade's results after it exits."""
+
+import json
+import os
+import time
+
+import torch
+
+VARIABLE = "DRILL_P19_MODULE"
+CHEAT = "a detached writer (double fork + setsid) rewrites results.json later"
+SAYS = "0/"
+LATE_S = 6
+
+
+def _targets():
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for flag in (b"--gradescope", b"--json"):
+            if flag in argv and argv.index(flag) + 1 < len(argv):
+                found.append(argv[argv.index(flag) + 1].decode())
+    return found
+
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        targets = _targets()
+        time.sleep(4)
+        for target in targets:
+            try:
+                with open(target, "w") as out:
+                    json.dump({"score": 100.0, "output": "forged", "tests": []}, out)
+            except OSError:
+                pass
+    os._exit(0)
+
+
+def decode_attention(q, k_cache, v_cache, lengths):
+    return torch.zeros_like(q)

@@ -1,0 +1,206 @@
+"""Partial attempts: for a mechanism and a stage, the attempt a learner has after building
+exactly what that stage's and the earlier stages' `build` texts say, and nothing later.
+
+Each is a faithful candidate (integration_tests/faithful) with what later stages build
+taken out, in the learner's terms: a graded method a later stage adds raises
+NotImplementedError; a function or a `step` that grows across stages refuses, with
+NotImplementedError, the inputs a later stage teaches it (a cached call before the cache
+stage, per-row lengths before the per-row stage, a given cache before continuation) and
+leaves out what a later stage adds (validation before the validation stage, preemption,
+prefix-cache reuse, the budget cap and EOS rule of speculative accounting). Loaded by
+conftest.py (the `partial_attempt` fixture): tests import it from there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+FAITHFUL = ROOT / "integration_tests" / "faithful"
+CANDIDATES = {
+    "tinygpt": "good_tinygpt_manual_softmax.py",
+    "cache_aware_lm": "good_cache_aware_lm_manual_softmax.py",
+    "kv_cache": "good_kv_cache_index_copy.py",
+    "prefix_cache": "good_prefix_cache_dict_recency.py",
+    "chunked_prefill": "good_chunked_prefill_balanced.py",
+    "speculative": "good_speculative_gptfast.py",
+    "paged_kv": "good_paged_kv_tuple_chain.py",
+    "scheduler": "good_scheduler_flat_slots.py",
+    "modern_lm": "good_modern_lm_fused_gate_up.py",
+}
+# {mechanism: {stage that builds it: the graded methods it adds}}; before that stage each
+# raises NotImplementedError.
+LATER = {
+    "cache_aware_lm": {6: ["Faithful.generate"]},
+    "kv_cache": {
+        2: [
+            "KVCache.__init__",
+            "KVCache.append",
+            "KVCache.storage",
+            "KVCache.cache_lengths",
+            "KVCache.cache_start_positions",
+            "KVCache.logical_length",
+        ],
+        3: ["KVCache.load", "KVCache.model_inputs", "KVCache.snapshot", "KVCache.reset"],
+        4: ["KVCache.from_past_key_values"],
+    },
+    "prefix_cache": {2: ["PrefixCache.clear"], 3: ["PrefixCachedRunner.prefill"]},
+    # fork is the allocator's (stage 1); model_inputs reads slots back (stage 2)
+    "paged_kv": {2: ["PagedKVCache.slot_mapping", "PagedKVCache.model_inputs"]},
+    "scheduler": {3: ["Engine._preempt"]},
+}
+# {mechanism: [(stage that builds it, text of the faithful file, what a learner has before)]}
+BEFORE = {
+    # tinygpt before stage 5: positions restart at 0 and the mask is an upper-left triangle.
+    "tinygpt": [
+        (
+            5,
+            "torch.arange(P, P + T, device=input_ids.device)",
+            "torch.arange(0, T, device=input_ids.device)",
+        ),
+        (
+            5,
+            "torch.ones(T, P + T, dtype=torch.bool, device=x.device).triu(P + 1)",
+            "torch.ones(T, P + T, dtype=torch.bool, device=x.device).triu(1)",
+        ),
+    ],
+    # validation is stage 5's build
+    "cache_aware_lm": [
+        (
+            5,
+            "        self._check(input_ids, positions, past_key_values, cache_lengths,"
+            " cache_start_positions)\n",
+            "",
+        )
+    ],
+    # stage 1 looks up the one aligned prefix by its exact key and evicts nothing; the
+    # downward search and the LRU are stage 2's
+    "prefix_cache": [
+        (2, "            n -= self.block_size\n", "            break\n"),
+        (2, "        while len(self.table) > self.max_entries:\n", "        while False:\n"),
+    ],
+    # stage 1 prefills from nothing; continuing a given cache is stage 2
+    "chunked_prefill": [
+        (
+            2,
+            "    T = input_ids.shape[1]\n",
+            "    if past_key_values is not None:\n"
+            "        raise NotImplementedError('continuing a given cache is stage 2')\n"
+            "    T = input_ids.shape[1]\n",
+        )
+    ],
+    # one round before the accounting stage: every round proposes k tokens and commits the
+    # target's bonus token, EOS is an ordinary token, and the output is cut to the budget
+    "speculative": [
+        (2, "k = min(num_speculative_tokens, budget)", "k = num_speculative_tokens"),
+        (2, "            if tok == eos_token_id:\n", "            if False:\n"),
+        (
+            2,
+            "        if m < len(props) or (m < budget and eos_token_id not in props):\n",
+            "        if True:\n",
+        ),
+        (
+            2,
+            "        if eos_token_id is not None and eos_token_id in new:\n",
+            "        if False:\n",
+        ),
+        (2, "    p, a = stats[", "    seq = seq[: T0 + max_new_tokens]\n    p, a = stats["),
+    ],
+    # the loss is stage 2's build (the forward to logits is stage 1's: the layer's tests call it)
+    "modern_lm": [
+        (
+            2,
+            "        if labels is not None:\n",
+            "        if labels is not None and STAGE < 2:\n"
+            "            raise NotImplementedError('the loss is stage 2')\n"
+            "        if labels is not None:\n",
+        )
+    ],
+    # prefix-cache reuse is stage 2's build; validation stage 5's
+    "scheduler": [
+        (2, "    def _hits(self, tokens):\n", "    def _hits(self, tokens):\n        return []\n"),
+    ],
+}
+TINYGPT_LATER = """
+
+_forward, _generate = TinyGPT.forward, TinyGPT.generate
+
+
+def forward(self, input_ids, labels=None, past_key_values=None, use_cache=False):
+    if STAGE < 2:
+        raise NotImplementedError("the forward pass is stage 2")
+    if labels is not None and STAGE < 3:
+        raise NotImplementedError("the loss is stage 3")
+    if (past_key_values is not None or use_cache) and STAGE < 4:
+        raise NotImplementedError("the cache is stage 4")
+    return _forward(self, input_ids, labels, past_key_values, use_cache)
+
+
+def generate(self, *args, **kwargs):
+    if STAGE < 6:
+        raise NotImplementedError("generation is stage 6")
+    return _generate(self, *args, **kwargs)
+
+
+TinyGPT.forward, TinyGPT.generate = forward, generate
+"""
+CACHE_AWARE_LATER = """
+
+_forward = Faithful.forward
+
+
+def forward(self, input_ids, positions, past_key_values=None, cache_lengths=None,
+            cache_start_positions=None, use_cache=False):
+    if past_key_values is not None and STAGE < 2:
+        raise NotImplementedError("the cached call is stage 2")
+    if past_key_values is not None and STAGE < 3 and len(set(cache_lengths.tolist())) > 1:
+        raise NotImplementedError("per-row cache lengths are stage 3")
+    return _forward(self, input_ids, positions, past_key_values, cache_lengths,
+                    cache_start_positions, use_cache)
+
+
+Faithful.forward = forward
+"""
+SCHEDULER_LATER = """
+
+_check = Engine._check
+
+
+def _unchecked(self, prompt_ids, max_new_tokens, eos_token_id, temperature, seed, name):
+    if STAGE >= 5:
+        return _check(self, prompt_ids, max_new_tokens, eos_token_id, temperature, seed, name)
+    if isinstance(prompt_ids, torch.Tensor):
+        return [int(t) for t in prompt_ids.reshape(-1).tolist()]
+    return list(prompt_ids)
+
+
+Engine._check = _unchecked
+"""
+AFTER = {
+    "tinygpt": TINYGPT_LATER,
+    "cache_aware_lm": CACHE_AWARE_LATER,
+    "scheduler": SCHEDULER_LATER,
+}
+
+
+def stub(dotted: str) -> str:
+    cls, name = dotted.split(".")
+    return (
+        f"\n\ndef _later(*args, **kwargs):\n    raise NotImplementedError({dotted!r})\n\n\n"
+        f"{cls}.{name} = property(_later) if isinstance({cls}.__dict__.get({name!r}), property)"
+        f" else _later\n"
+    )
+
+
+def partial(name: str, stage: int) -> str:
+    """The attempt text for `name` after stage `stage` (the last stage: the whole candidate)."""
+    text = (FAITHFUL / CANDIDATES[name]).read_text()
+    for builds, old, new in BEFORE.get(name, []):
+        if stage < builds:
+            assert old in text, f"{name}: {old!r} is not in {CANDIDATES[name]}"
+            text = text.replace(old, new)
+    text += f"\nSTAGE = {stage}\n" + AFTER.get(name, "")
+    for builds, methods in LATER.get(name, {}).items():
+        if stage < builds:
+            text += "".join(stub(m) for m in methods)
+    return text
