@@ -350,6 +350,8 @@ def known_bad(session: nox.Session) -> None:
         "--per-drill", f"--floor={KNOWN_BAD_FLOOR}",
         *session.posargs,
     )  # fmt: skip
+    # Hostile submissions through grade and its Gradescope file: none may earn credit.
+    session.run("python", "-m", "gptlab_testkit.cheats", "integration_tests/cheats")
 
 
 @nox.session

@@ -2,7 +2,7 @@
 
 VARIABLE = "KV_CACHE_MODULE"
 CHEAT = "harness patching in a package the judge does not cover yet (kv_cache)"
-SAYS = "0/"
+SAYS = "passed"
 ENFORCED = False
 WHY = "kv_cache still runs in the pytest process (judge mode covers drills); see the README"
 

@@ -8,7 +8,8 @@ import torch
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "a detached writer (double fork + setsid) rewrites results.json later"
-SAYS = "0/"
+SAYS = "FAIL"
+EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 LATE_S = 6
 
 

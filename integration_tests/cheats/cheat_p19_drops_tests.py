@@ -6,7 +6,8 @@ import torch
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "deselecting tests at collection"
-SAYS = "0/"
+SAYS = "FAIL"
+EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 
 
 class _Drop:

@@ -5,7 +5,8 @@ import sys
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "the refuser removed from sys.meta_path, the checkout's src put back on sys.path"
-SAYS = "0/"
+SAYS = "FAIL"
+EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 ENFORCED = False
 WHY = (
     "the worker can read the checkout: only a sandbox that hides it (bubblewrap, a "

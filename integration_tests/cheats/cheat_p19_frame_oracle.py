@@ -6,7 +6,8 @@ import torch
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "oracle theft by walking the caller's frames"
-SAYS = "0/"
+SAYS = "FAIL"
+EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 
 
 def decode_attention(q, k_cache, v_cache, lengths):

@@ -6,7 +6,8 @@ import torch
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "harness patching: a pytest_runtest_makereport hook via the plugin manager"
-SAYS = "0/"
+SAYS = "FAIL"
+EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 
 
 class _ForcePass:

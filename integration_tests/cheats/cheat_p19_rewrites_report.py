@@ -8,7 +8,8 @@ import torch
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "rewriting the run's internal report (--gptlab-report) before grade reads it"
-SAYS = "0/"
+SAYS = "FAIL"
+EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 
 
 def _report():

@@ -6,7 +6,7 @@ import torch
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "harness patching: runtestprotocol, found through sys.modules"
-SAYS = "candidate error"
+SAYS = "FAIL"
 
 runner = sys.modules.get("_pytest.runner")
 if runner is not None:

@@ -4,7 +4,8 @@ import torch
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "selective skipping (pytest.skip from the candidate)"
-SAYS = "0/"
+SAYS = "reached for pytest"
+EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 
 
 def decode_attention(q, k_cache, v_cache, lengths):

@@ -6,7 +6,8 @@ import torch
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "testkit patching: GptlabSession.pytest_runtest_logreport and the NOT_RUN marker"
-SAYS = "0/"
+SAYS = "FAIL"
+EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 
 plugin = sys.modules.get("gptlab_testkit.plugin")
 if plugin is not None:

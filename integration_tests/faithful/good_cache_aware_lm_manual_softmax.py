@@ -1,4 +1,4 @@
-"""Throwaway faithful implementation of the cache_aware_lm contract (written from CONTRACTS.md).
+"""Throwaway faithful implementation of the cache_aware_lm contract (written from docs/contracts.md).
 
 Different internals on purpose: manual softmax with an additive float mask, per-row Python
 loops to build caches (padding = NaN-free garbage copied through), untied head, own validation,

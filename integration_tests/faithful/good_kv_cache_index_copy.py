@@ -1,4 +1,4 @@
-"""A stranger's kv_cache written from CONTRACTS.md alone: index_copy_ per row, no checks."""
+"""A stranger's kv_cache written from docs/contracts.md alone: index_copy_ per row, no checks."""
 
 VARIABLE = "KV_CACHE_MODULE"  # graded through this variable by `nox -s known_bad`
 

@@ -1,4 +1,4 @@
-"""Throwaway faithful implementation of the tinygpt contract (written from CONTRACTS.md).
+"""Throwaway faithful implementation of the tinygpt contract (written from docs/contracts.md).
 
 Different internals on purpose: manual softmax with a triu "blocked" mask, heads split by
 chunk + view + transpose, loss by log_softmax + gather, own validation and messages, a

@@ -5,7 +5,7 @@ from gptlab_testkit.mutants import mutated_module
 
 VARIABLE = "CACHE_AWARE_LM_MODULE"
 EXPECTED_OWNER = "serving_decode"
-SCOPE = "all"  # the serving path is this project's extension, beyond CONTRACTS.md
+SCOPE = "all"  # the serving path is this project's extension, beyond the contract
 
 # mistake: arange(T) slots, as if each call began an empty cache; decode overwrites slot 0
 chunk_local = (

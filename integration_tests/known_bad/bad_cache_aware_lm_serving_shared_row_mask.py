@@ -5,7 +5,7 @@ from gptlab_testkit.mutants import mutated_module
 
 VARIABLE = "CACHE_AWARE_LM_MODULE"
 EXPECTED_OWNER = "serving_decode"
-SCOPE = "all"  # the serving path is this project's extension, beyond CONTRACTS.md
+SCOPE = "all"  # the serving path is this project's extension, beyond the contract
 
 
 def one_mask_for_all_rows(query, keys, values, mask):

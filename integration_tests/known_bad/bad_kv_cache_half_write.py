@@ -3,7 +3,7 @@
 A call whose last layer has a wrong shape, dtype or device raises ValueError only
 after the earlier layers were scattered into storage: the rejected call changed the
 cache.
-Validation is this project's extension (CONTRACTS.md lists no kv_cache errors), so
+Validation is this project's extension (docs/contracts.md lists no kv_cache errors), so
 the ladder grades this one on the whole suite.
 """
 
@@ -15,7 +15,7 @@ from kv_cache.slots import write_slots
 
 VARIABLE = "KV_CACHE_MODULE"
 EXPECTED_OWNER = "kv_cache_validation"
-SCOPE = "all"  # validation is this project's extension: CONTRACTS.md lists no kv_cache errors
+SCOPE = "all"  # validation is this project's extension: the contract lists no kv_cache errors
 
 append_kv_cache = kv_cache.append_kv_cache
 

@@ -3,7 +3,7 @@
 Each test draws one call that is valid in every respect but one, from the entry
 point's argument grammar, on both variants, and asserts the exception and that its
 message names the argument: a wrong kind of object is a TypeError (the package's
-ArgumentTypeError, also a ValueError as CONTRACTS.md promises), a bad value, shape,
+ArgumentTypeError, also a ValueError as the contract promises), a bad value, shape,
 dtype or size a ValueError and not a TypeError. Per-row rules are broken on the
 second row; positions also with the int64 wraparound pair (2**63-1, -2**63). A
 rejected ``serve_generate`` leaves the request storage and the model bit-for-bit as

@@ -1,4 +1,4 @@
-"""Context bounds found by probing forward (extension: CONTRACTS.md promises positions in
+"""Context bounds found by probing forward (extension: the contract promises positions in
 [0, context_length) but not a ValueError from forward outside it, and not the length)."""
 
 from __future__ import annotations

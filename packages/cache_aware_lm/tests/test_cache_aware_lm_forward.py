@@ -117,7 +117,7 @@ FACTORY_PROBES = {
 @pytest.mark.owner("test_model_factories")
 @pytest.mark.parametrize("factory_name", list(FACTORY_PROBES))
 def test_factories_build_identical_fp32_cpu_eval_models(lm, factory_name):
-    """Eval mode is a behaviour (CONTRACTS.md): the `training` flag is the factory's own
+    """Eval mode is a behaviour (docs/contracts.md): the `training` flag is the factory's own
     (the seed's `make_eos_test_model` never calls `.eval()`), so no flag is read here:
     a repeated call on one model, and the same call on a second build, are bit-equal."""
     factory = getattr(lm, factory_name)

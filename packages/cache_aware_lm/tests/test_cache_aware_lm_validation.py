@@ -22,7 +22,7 @@ Call = dict[str, Any]
 
 
 def _other_device() -> torch.device:
-    """A real second device: a `meta` tensor is no faithful stand-in (CONTRACTS.md), since a
+    """A real second device: a `meta` tensor is no faithful stand-in (docs/contracts.md): a
     value check on it raises RuntimeError first. The meta cases are extension tests."""
     others = other_devices(test_device())
     if not others:
@@ -193,7 +193,7 @@ MALFORMED: dict[str, Callable[[Call], Call]] = {
     "cache_other_device": _set(past_key_values=_per_layer(lambda t: t.to(_other_device()))),
 }
 
-# Stricter than CONTRACTS.md (this project's own boundary), graded as extension tests.
+# Stricter than the contract (this project's own boundary), graded as extension tests.
 STRICT_EXTRAS: dict[str, Callable[[Call], Call]] = {
     "lengths_as_list": _set(cache_lengths=lambda c: c["cache_lengths"].tolist()),
     "positions_shape_mismatch": _set(positions=lambda c: c["positions"][:, :1]),

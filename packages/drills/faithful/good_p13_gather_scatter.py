@@ -11,6 +11,10 @@ VARIABLE = "DRILL_P13_MODULE"
 
 @torch.inference_mode()
 def apply_repetition_penalty(logits, history, penalty):
+    if not torch.is_tensor(logits) or not logits.is_floating_point() or logits.is_meta:
+        raise ValueError("logits must be a floating tensor with values")
+    if isinstance(penalty, bool):
+        raise TypeError("penalty must be a number, not a bool")
     if not isinstance(penalty, (int, float)) or not math.isfinite(penalty) or penalty <= 0:
         raise ValueError(f"penalty must be a finite number > 0, got {penalty!r}")
     if (
@@ -28,6 +32,8 @@ def apply_repetition_penalty(logits, history, penalty):
         raise ValueError("history must be an integer [B, T] tensor")
     if logits.dim() != 2 or history.size(0) != logits.size(0):
         raise ValueError("history must have one row per logits row")
+    if history.device != logits.device:
+        raise ValueError("history must be on logits' device")
     vocab = logits.size(1)
     if history.numel() and (int(history.min()) < 0 or int(history.max()) >= vocab):
         raise ValueError(f"history has a token id outside 0..{vocab - 1}")

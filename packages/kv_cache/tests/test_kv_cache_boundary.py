@@ -5,7 +5,7 @@ wrong kind of object) or ValueError (a wrong value, shape, dtype or device) whos
 message names the argument, and leave the cache, or the caller's tensors, bit-for-bit
 as they were (storage identity included). For every grammar a test also proves the
 unbroken call is accepted, so a case can never pass for a reason other than its one
-mistake. CONTRACTS.md lists no kv_cache errors: these are this project's behaviour.
+mistake. The contract lists no kv_cache errors: these are this project's behaviour.
 """
 
 from __future__ import annotations

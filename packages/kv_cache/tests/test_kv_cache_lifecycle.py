@@ -230,3 +230,17 @@ def test_a_view_taken_before_reset_sees_the_writes_after_it(kv):
     wanted = [tensor for pair in fresh for tensor in pair]
     for view, want in zip(views, wanted, strict=True):
         assert torch.equal(view, want), "reset moved the storage: an earlier view went stale"
+
+
+def test_load_accepts_an_empty_row_and_zeroes_it(kv):
+    """A valid length is 0..S in every row: row 1 empty loads (not rejected), all zeros."""
+    cache = filled_cache(kv, capacity=7)
+
+    cache.load(kv.random(3, seed=16), kv.long([3, 0]), kv.long([0, 5]))
+
+    assert cache.cache_lengths.tolist() == [3, 0]
+    assert cache.cache_start_positions.tolist() == [0, 5]
+    assert cache.logical_length == 3
+    for key, value in cache.storage:
+        for stored in (key, value):
+            assert torch.equal(stored[1], torch.zeros_like(stored[1])), "row 1 is not empty"

@@ -1,6 +1,6 @@
 """Rejected input: a clear ValueError before the first write, the cache exactly as it was.
 
-CONTRACTS.md lists no kv_cache errors, so these are this project's behaviour
+The contract lists no kv_cache errors, so these are this project's behaviour
 (extension marks). Every case that breaks only the *last* layer also proves the
 checks run before any layer is written.
 """

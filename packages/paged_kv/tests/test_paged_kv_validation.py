@@ -2,7 +2,7 @@
 
 Every malformed case is valid in every respect but one. Each rejected call must
 leave the pool, the counters, the block tables and the lengths exactly as they were.
-A contract test accepts any message naming what is wrong (CONTRACTS.md): the
+A contract test accepts any message naming what is wrong (docs/contracts.md): the
 parameter with underscores or spaces, or the offending value; the extension tests
 below require this project's wording (the parameter's identifier).
 """

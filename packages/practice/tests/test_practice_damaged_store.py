@@ -167,10 +167,12 @@ def test_a_read_only_store_is_one_line_and_nothing_is_recorded(
 
     def read_only(target: object, *args: Any, **kwargs: Any) -> sqlite3.Connection:
         if str(target) == ":memory:":
-            return connect(":memory:", *args, **kwargs)
-        return connect(f"file:{target}?mode=ro", *args, uri=True, **kwargs)
+            db: sqlite3.Connection = connect(":memory:", *args, **kwargs)
+        else:
+            db = connect(f"file:{target}?mode=ro", *args, uri=True, **kwargs)
+        return db
 
-    monkeypatch.setattr(store_module.sqlite3, "connect", read_only)
+    monkeypatch.setattr(sqlite3, "connect", read_only)  # SQLite's own read-only mode
     assert run_command(recorded, ("status",), clock) == 0  # reading still works
     code = run_command(recorded, ("start", "P05"), clock)
     err = capsys.readouterr().err.strip().splitlines()

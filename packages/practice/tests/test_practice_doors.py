@@ -5,6 +5,7 @@ shows the notes."""
 
 from __future__ import annotations
 
+import importlib.util
 import sqlite3
 import subprocess
 import sys
@@ -13,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from gptlab_practice import cli
 from gptlab_practice.cli import Practice, main
 from gptlab_practice.store import STORE_NAME, Store
 
@@ -71,9 +71,9 @@ def test_a_suite_that_is_not_installed_names_the_install(
 ) -> None:
     assert practise("start", "kv_cache").code == 0
     before = dump(home / STORE_NAME)
-    real = cli.importlib.util.find_spec
+    real = importlib.util.find_spec
     monkeypatch.setattr(
-        cli.importlib.util,
+        importlib.util,
         "find_spec",
         lambda name, *rest: None if name == "kv_cache" else real(name, *rest),
     )

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_practice.stages import Mechanism, TestIdentity, mechanisms, parse_stages
+from gptlab_practice.grader import attempt_filename
+from gptlab_practice.stages import Mechanism, TestIdentity, mechanisms, parse_stages, units
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 
@@ -106,3 +107,11 @@ def test_selection_atoms_are_checked_when_read() -> None:
     for bad in ("colour:red", "tier9", "owner:"):
         with pytest.raises(ValueError, match="cannot read"):
             parse_stages(good + f'select = ["{bad}"]\n')
+
+
+def test_every_unit_answers_to_its_attempt_file_name() -> None:
+    """stages.toml's `file_stem` (read without torch, for `start`'s fast answer) agrees with
+    the grader's first file stem, which names the attempt file."""
+    for unit in units().values():
+        stem = attempt_filename(unit).removesuffix("_attempt.py")
+        assert stem in unit.names, f"{unit.package}: {stem} not in {unit.names}"

@@ -5,7 +5,7 @@ wrong kind of object) or ValueError (a wrong value, shape, dtype or device) whos
 message names the argument, and leave the cache (entries, their order, every
 counter) and a runner's model bit-for-bit as they were. A runner's prompt is
 rejected before its lookup counts: a token the model does not know leaves no hit,
-miss, recency change or reused token behind. CONTRACTS.md lists no prefix_cache
+miss, recency change or reused token behind. The contract lists no prefix_cache
 errors: these are this project's behaviour.
 """
 

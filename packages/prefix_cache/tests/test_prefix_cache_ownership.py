@@ -23,7 +23,7 @@ PROMPT = (3, 1, 4, 1, 5, 9, 2, 6)
 
 
 def poison(past):
-    # Inside inference mode: a candidate may return inference tensors (CONTRACTS.md).
+    # Inside inference mode: a candidate may return inference tensors (docs/contracts.md).
     with torch.inference_mode():
         for key, value in past:
             key.fill_(float("nan"))

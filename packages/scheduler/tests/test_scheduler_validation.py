@@ -1,7 +1,7 @@
 """Rejected input: a ValueError or TypeError naming the argument, before anything changes.
 
 A contract test accepts a message naming the argument with underscores or spaces, or
-the offending value (CONTRACTS.md); `test_messages_use_the_parameter_identifier`
+the offending value (docs/contracts.md); `test_messages_use_the_parameter_identifier`
 (extension) requires this project's wording.
 
 Each case is valid in every respect but one. After a rejected ``add_request`` the

@@ -6,12 +6,12 @@ the int64 edges, NaN, inf, 1e-45), and asserts that it is rejected with the righ
 exception, whose message names the argument:
 
 - a wrong kind of object (a list for a tensor, a str for an int, a bool for a size)
-  is a TypeError (tinygpt's ArgumentTypeError, also a ValueError: CONTRACTS.md
+  is a TypeError (tinygpt's ArgumentTypeError, also a ValueError: the contract
   promises ValueError for malformed arguments);
 - a bad value, shape, dtype or size is a ValueError and not a TypeError.
 
 A rejected ``generate`` leaves the model bit-for-bit as it was (weights and mode).
-Stricter than CONTRACTS.md: extension tests. The converters are driven with state
+Stricter than the contract: extension tests. The converters are driven with state
 dicts built by hand from a TinyGPT (no transformers import).
 """
 

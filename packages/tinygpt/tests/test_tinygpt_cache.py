@@ -166,7 +166,7 @@ def _layer(past, index, key=None, value=None):
 
 
 def _on_another_device(past):
-    """A real second device: a `meta` tensor is no faithful stand-in (CONTRACTS.md).
+    """A real second device: a `meta` tensor is no faithful stand-in (docs/contracts.md).
     The meta case is an extension test."""
     others = other_devices(test_device())
     if not others:

@@ -191,7 +191,7 @@ def _negative(ids):
 
 
 def _on_another_device(ids):
-    """A real second device: a `meta` tensor is no faithful stand-in (CONTRACTS.md), since a
+    """A real second device: a `meta` tensor is no faithful stand-in (docs/contracts.md): a
     value check on it raises RuntimeError first. The meta case is an extension test."""
     others = other_devices(test_device())
     if not others:

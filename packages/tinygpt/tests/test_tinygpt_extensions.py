@@ -1,4 +1,4 @@
-"""This project's behaviour beyond CONTRACTS.md: stricter boundary checks, the GELU variant."""
+"""This project's behaviour beyond the contract: stricter boundary checks, the GELU variant."""
 
 from __future__ import annotations
 

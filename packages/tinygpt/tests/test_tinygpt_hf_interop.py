@@ -4,7 +4,7 @@ An oracle nobody here wrote: transformers' GPT-2, with its eager (manual-softmax
 attention and Conv1D projections, for the exact ("gelu") and tanh ("gelu_new") GELU.
 Small random configs, no downloads. Skipped when transformers is not installed
 (``gptlab-tinygpt[hf]``) or when the module under TINY_GPT_MODULE does not ship this
-project's GPT-2 converter (it is not part of CONTRACTS.md).
+project's GPT-2 converter (it is not part of the contract).
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ._describe import described
+
 
 def causal_length_mask(
     lengths: Tensor,
@@ -40,9 +42,11 @@ def causal_length_mask(
 def _check(lengths: Tensor, query_length: int, key_length: int, dtype: torch.dtype) -> None:
     """Reject bad sizes and lengths before anything is built."""
     if not isinstance(lengths, Tensor) or lengths.dim() != 1:
-        raise ValueError(f"lengths must be a 1-D tensor [B], got {lengths!r}")
+        raise ValueError(f"lengths must be a 1-D tensor [B], got {described(lengths)}")
     if lengths.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"lengths must be int32 or int64, got {lengths.dtype}")
+    if lengths.device.type == "meta":
+        raise ValueError("lengths is a meta tensor: its values cannot be checked")
     for name, size in (("query_length", query_length), ("key_length", key_length)):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"{name} must be a positive int, got {size!r}")

@@ -39,8 +39,8 @@ def _check(logits: Tensor, history: Tensor, penalty: float) -> None:
     B, V = logits.shape
     if history.shape[0] != B:
         raise ValueError(f"history has {history.shape[0]} rows, logits {B}")
-    if history.device != logits.device:
-        raise ValueError(f"history is on {history.device}, logits on {logits.device}")
+    if history.device != logits.device or logits.is_meta:
+        raise ValueError(f"history is on {history.device}, logits on {logits.device} (not meta)")
     bad = ((history < 0) | (history >= V)).nonzero()
     if len(bad):
         row, col = bad[0].tolist()

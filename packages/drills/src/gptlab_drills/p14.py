@@ -51,7 +51,7 @@ def _check(x: Tensor, weight: Tensor, eps: float) -> None:
     if x.dim() < 1 or x.shape[-1] < 1:
         raise ValueError(f"x must have a last dim of size >= 1, got {tuple(x.shape)}")
     if weight.shape != x.shape[-1:]:
-        raise ValueError(f"weight must have shape [{x.shape[-1]}], got {tuple(weight.shape)}")
+        raise ValueError(f"weight {tuple(weight.shape)} must be [D], x's last dim {x.shape[-1]}")
     if weight.device != x.device:
         raise ValueError(f"weight is on {weight.device} but x is on {x.device}")
     _check_eps(eps)

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 from torch import Tensor
 
+from ._describe import described
+
 
 def merge_multimodal_embeddings(
     input_ids: Tensor,
@@ -41,14 +43,15 @@ def _check(
     placeholder_token_id: int,
 ) -> Tensor:
     """Reject mismatched shapes and per-request counts; return the [B, T] placeholder mask."""
-    if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
-        raise ValueError("input_ids must be an integer [B, T] tensor")
-    if not isinstance(inputs_embeds, Tensor) or inputs_embeds.dim() != 3:
-        raise ValueError("inputs_embeds must be a [B, T, C] tensor")
+    if not _tensor(input_ids, 2) or input_ids.is_floating_point() or input_ids.is_complex():
+        raise ValueError(f"input_ids must be an integer [B, T] tensor, got {described(input_ids)}")
+    if not _tensor(inputs_embeds, 3) or not inputs_embeds.is_floating_point():
+        raise ValueError(f"inputs_embeds must be float [B, T, C], got {described(inputs_embeds)}")
     if inputs_embeds.shape[:2] != input_ids.shape:
-        raise ValueError(
-            f"inputs_embeds {list(inputs_embeds.shape)} does not match input_ids "
-            f"{list(input_ids.shape)}"
+        raise ValueError(f"inputs_embeds {described(inputs_embeds)} vs input_ids [B, T] mismatch")
+    if isinstance(placeholder_token_id, bool) or not isinstance(placeholder_token_id, int):
+        raise TypeError(
+            f"placeholder_token_id must be an int, got {described(placeholder_token_id)}"
         )
     placeholders = input_ids == placeholder_token_id
     counts = placeholders.sum(dim=1).tolist()
@@ -57,11 +60,15 @@ def _check(
             raise ValueError(f"multimodal_embeddings is None but rows hold placeholders {counts}")
         return placeholders
     B, _, C = inputs_embeds.shape
+    if not isinstance(multimodal_embeddings, Sequence | Tensor):  # a generator has no length
+        raise TypeError(
+            f"multimodal_embeddings must be a sequence, got {described(multimodal_embeddings)}"
+        )
     if len(multimodal_embeddings) != B:
         raise ValueError(f"multimodal_embeddings must hold {B} tensors (one per request)")
     for b, (rows, count) in enumerate(zip(multimodal_embeddings, counts, strict=True)):
-        if not isinstance(rows, Tensor) or rows.dim() != 2 or rows.shape[1] != C:
-            raise ValueError(f"multimodal_embeddings[{b}] must be an [n, {C}] tensor")
+        if not _tensor(rows, 2) or not rows.is_floating_point() or rows.shape[1] != C:
+            raise ValueError(f"multimodal_embeddings[{b}] must be a float [n, {C}] tensor")
         if rows.shape[0] != count:
             raise ValueError(
                 f"multimodal_embeddings[{b}] has {rows.shape[0]} rows for {count} placeholders"
@@ -69,6 +76,11 @@ def _check(
         if rows.device != inputs_embeds.device:
             raise ValueError(f"multimodal_embeddings[{b}] is on {rows.device}")
     return placeholders
+
+
+def _tensor(value: object, dims: int) -> bool:
+    """A tensor of `dims` dims holding data (a meta tensor has no values to merge)."""
+    return isinstance(value, Tensor) and value.dim() == dims and not value.is_meta
 
 
 __all__ = ["merge_multimodal_embeddings"]

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit import WRONG_KIND, assert_rejects, candidate, test_device
 from gptlab_testkit.oracles import assert_binds, inputs_untouched
 
 drill = candidate("DRILL_P02_MODULE")
@@ -207,9 +207,7 @@ def test_a_shape_with_another_element_count_is_rejected(new_shape):
 def test_a_new_shape_that_is_not_non_negative_ints_is_rejected(new_shape):
     x = grid(3, 4)
     with inputs_untouched(x=x):
-        assert_rejects(
-            lambda: drill.can_view_without_copy(x, new_shape), (TypeError, ValueError), "new_shape"
-        )
+        assert_rejects(lambda: drill.can_view_without_copy(x, new_shape), WRONG_KIND, "new_shape")
 
 
 @pytest.mark.clause("P02.7")
@@ -222,7 +220,7 @@ def test_a_negative_size_is_a_value_error():
 @pytest.mark.clause("P02.8")
 @pytest.mark.parametrize("x", [[[1.0, 2.0], [3.0, 4.0]], None], ids=repr)
 def test_an_x_that_is_not_a_tensor_is_rejected(x):
-    assert_rejects(lambda: drill.can_view_without_copy(x, (4,)), (TypeError, ValueError), "x")
+    assert_rejects(lambda: drill.can_view_without_copy(x, (4,)), WRONG_KIND, "x")
 
 
 @pytest.mark.clause("P02.1")

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate
+from gptlab_testkit import WRONG_KIND, assert_rejects, candidate
 from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P03_MODULE")
@@ -178,14 +178,14 @@ def test_merge_of_a_tensor_that_is_not_four_dimensional_is_rejected():
 def test_a_head_count_that_is_not_an_int_is_rejected(heads):
     x = seeded(2, 3, 8, seed=13)
     with inputs_untouched(x=x):
-        assert_rejects(lambda: drill.split_heads(x, heads), (TypeError, ValueError), "heads")
+        assert_rejects(lambda: drill.split_heads(x, heads), WRONG_KIND, "heads")
 
 
 @pytest.mark.clause("P03.8")
 @pytest.mark.parametrize("x", [None, [[[1.0, 2.0]]], 3.0], ids=repr)
 def test_an_x_that_is_not_a_tensor_is_rejected_by_both(x):
-    assert_rejects(lambda: drill.split_heads(x, 2), (TypeError, ValueError), "x")
-    assert_rejects(lambda: drill.merge_heads(x), (TypeError, ValueError), "x")
+    assert_rejects(lambda: drill.split_heads(x, 2), WRONG_KIND, "x")
+    assert_rejects(lambda: drill.merge_heads(x), WRONG_KIND, "x")
 
 
 @pytest.mark.clause("P03.8")

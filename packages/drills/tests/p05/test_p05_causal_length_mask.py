@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched, loop_attention, seeded
+from gptlab_testkit import WRONG_KIND, assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, loop_attention, seeded
 
 drill = candidate("DRILL_P05_MODULE")
 
@@ -53,12 +53,14 @@ def assert_mask_means(mask: torch.Tensor, allowed: torch.Tensor, what: str) -> N
     assert bool((weights[~allowed] == 0).all()), f"{what}: a blocked key kept softmax weight"
 
 
+@pytest.mark.clause("P05.3", "P05.5", "P05.6")
 def test_square_prefill_with_full_rows_is_the_causal_triangle():
     got = mask_for([4, 4], 4, 4)
 
     assert_mask_means(got, allowed_loop([4, 4], 4, 4), "square prefill")
 
 
+@pytest.mark.clause("P05.5", "P05.6")
 def test_square_prefill_with_unequal_lengths_hides_each_rows_padding():
     lengths = [5, 2, 4]
 
@@ -67,6 +69,7 @@ def test_square_prefill_with_unequal_lengths_hides_each_rows_padding():
     assert_mask_means(got, allowed_loop(lengths, 5, 5), "prefill with right padding")
 
 
+@pytest.mark.clause("P05.5", "P05.6")
 def test_one_token_decode_sees_every_valid_slot_of_its_row():
     lengths = [6, 3, 1]
 
@@ -75,6 +78,7 @@ def test_one_token_decode_sees_every_valid_slot_of_its_row():
     assert_mask_means(got, allowed_loop(lengths, 1, 6), "decode L=1, S=6")
 
 
+@pytest.mark.clause("P05.5", "P05.6")
 def test_a_chunk_of_queries_sits_at_the_last_slots():
     # 3 queries over 7 slots: query 0 sits at slot 4 and sees slots 0..4.
     lengths = [7, 6]
@@ -84,6 +88,7 @@ def test_a_chunk_of_queries_sits_at_the_last_slots():
     assert_mask_means(got, allowed_loop(lengths, 3, 7), "chunk L=3, S=7")
 
 
+@pytest.mark.clause("P05.3", "P05.5", "P05.6")
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_small_batch_matches_the_loop_oracle(data):
@@ -97,6 +102,7 @@ def test_any_small_batch_matches_the_loop_oracle(data):
     assert_mask_means(got, allowed_loop(lengths, L, S), f"B={B}, L={L}, S={S}")
 
 
+@pytest.mark.clause("P05.4", "P05.6")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_the_mask_has_the_requested_dtype_and_keeps_softmax_finite(dtype):
     lengths = [5, 3]
@@ -106,6 +112,7 @@ def test_the_mask_has_the_requested_dtype_and_keeps_softmax_finite(dtype):
     assert_mask_means(got, allowed_loop(lengths, 2, 5), f"{dtype} mask")
 
 
+@pytest.mark.clause("P05.5", "P05.6")
 def test_attention_under_the_mask_equals_attention_over_allowed_keys_only():
     lengths, L, S = [6, 4], 2, 6
     q = seeded(2, HEADS, L, 4, seed=1)
@@ -118,6 +125,7 @@ def test_attention_under_the_mask_equals_attention_over_allowed_keys_only():
     assert_close(got.double(), want, "SDPA under the mask vs loop oracle")
 
 
+@pytest.mark.clause("P05.12")
 def test_lengths_are_not_written():
     lengths = long([3, 5])
     with inputs_untouched(lengths=lengths):
@@ -130,6 +138,7 @@ def test_lengths_are_not_written():
 @pytest.mark.parametrize(
     ("case", "bad_lengths"), [("zero valid keys in row 1", [4, 0]), ("past S in row 1", [4, 5])]
 )
+@pytest.mark.clause("P05.7")
 def test_a_length_outside_one_to_key_length_is_rejected(case, bad_lengths):
     lengths = long(bad_lengths)
     with inputs_untouched(lengths=lengths):
@@ -137,9 +146,11 @@ def test_a_length_outside_one_to_key_length_is_rejected(case, bad_lengths):
             lambda: drill.causal_length_mask(lengths, 2, 4, dtype=torch.float32),
             ValueError,
             "lengths",
+            values=bad_lengths[1:],
         )
 
 
+@pytest.mark.clause("P05.8")
 def test_more_queries_than_keys_are_rejected():
     lengths = long([3, 2])
     with inputs_untouched(lengths=lengths):
@@ -150,6 +161,7 @@ def test_more_queries_than_keys_are_rejected():
         )
 
 
+@pytest.mark.clause("P05.10")
 def test_lengths_that_are_not_one_dimensional_are_rejected():
     lengths = long([3, 2]).reshape(2, 1)
     with inputs_untouched(lengths=lengths):
@@ -158,3 +170,126 @@ def test_lengths_that_are_not_one_dimensional_are_rejected():
             ValueError,
             "lengths",
         )
+
+
+@pytest.mark.clause("P05.9")
+@pytest.mark.parametrize(
+    ("argument", "sizes"),
+    [
+        ("query_length", (0, 3)),
+        ("query_length", (-1, 3)),
+        ("query_length", (True, 3)),
+        ("query_length", (2.0, 3)),
+        ("query_length", (None, 3)),
+        ("key_length", (2, 3.0)),
+        ("key_length", (2, "3")),
+    ],
+    ids=repr,
+)
+def test_a_size_that_is_not_a_positive_int_is_rejected(argument, sizes):
+    lengths = long([3, 2])
+    with inputs_untouched(lengths=lengths):
+        assert_rejects(
+            lambda: drill.causal_length_mask(lengths, *sizes, dtype=torch.float32),
+            WRONG_KIND,
+            argument,
+        )
+
+
+@pytest.mark.clause("P05.9")
+@pytest.mark.parametrize("key_length", [0, -2])
+def test_a_key_length_below_one_is_a_value_error(key_length):
+    lengths = long([1, 1])
+
+    assert_rejects(
+        lambda: drill.causal_length_mask(lengths, 1, key_length, dtype=torch.float32),
+        ValueError,
+        ("key_length", "query_length"),
+    )
+
+
+@pytest.mark.clause("P05.10")
+@pytest.mark.parametrize("kind", ["float32", "bool", "list"])
+def test_lengths_that_are_not_an_integer_tensor_are_rejected(kind):
+    good = long([3, 1])
+    lengths = {"float32": good.float(), "bool": good.bool(), "list": [3, 1]}[kind]
+
+    assert_rejects(
+        lambda: drill.causal_length_mask(lengths, 3, 3, dtype=torch.float32),
+        WRONG_KIND,
+        "lengths",
+    )
+
+
+@pytest.mark.clause("P05.11")
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, "float32"], ids=str)
+def test_a_dtype_that_is_not_floating_is_rejected(dtype):
+    lengths = long([3, 2])
+    with inputs_untouched(lengths=lengths):
+        assert_rejects(
+            lambda: drill.causal_length_mask(lengths, 2, 3, dtype=dtype), WRONG_KIND, "dtype"
+        )
+
+
+@pytest.mark.clause("P05.1")
+def test_the_first_three_are_positional_and_dtype_a_keyword():
+    lengths = long([3, 2])
+
+    assert_binds(drill.causal_length_mask, lengths, 2, 3, dtype=torch.float16)
+    assert_binds(drill.causal_length_mask, lengths, 2)
+    assert_mask_means(mask_for([3, 2], 2, 3, dtype=torch.float16), allowed_loop([3, 2], 2, 3), "")
+
+
+def default_key_length_mask(lengths: list[int], L: int) -> torch.Tensor:
+    mask = drill.causal_length_mask(long(lengths), L, dtype=torch.float32)
+    assert tuple(mask.shape[-2:]) == (L, L), f"default key_length: mask {tuple(mask.shape)}"
+    return torch.broadcast_to(mask, (len(lengths), HEADS, L, L))
+
+
+@pytest.mark.clause("P05.2")
+def test_without_key_length_the_mask_is_a_square_prefill():
+    lengths = [4, 2, 3]
+
+    got = default_key_length_mask(lengths, 4)
+
+    assert_mask_means(got, allowed_loop(lengths, 4, 4), "key_length defaulted")
+
+
+@pytest.mark.clause("P05.2")
+def test_without_key_length_a_one_token_call_sees_its_one_slot():
+    got = default_key_length_mask([1, 1], 1)
+
+    assert_mask_means(got, allowed_loop([1, 1], 1, 1), "L=1, key_length defaulted")
+
+
+@pytest.mark.clause("P05.4")
+def test_without_dtype_the_mask_is_float32_on_the_lengths_device():
+    lengths = long([2, 3])
+
+    mask = drill.causal_length_mask(lengths, 1, 3)
+
+    assert mask.dtype == torch.float32, f"default dtype {mask.dtype}"
+    assert mask.device == lengths.device, f"mask on {mask.device}, lengths on {lengths.device}"
+
+
+@pytest.mark.clause("P05.4", "P05.5")
+def test_int32_lengths_give_the_same_mask():
+    lengths = torch.tensor([4, 1, 3], dtype=torch.int32, device=test_device())
+
+    mask = drill.causal_length_mask(lengths, 2, 4, dtype=torch.bfloat16)
+
+    assert mask.dtype == torch.bfloat16 and mask.device == lengths.device
+    got = torch.broadcast_to(mask, (3, HEADS, 2, 4))
+    assert_mask_means(got, allowed_loop([4, 1, 3], 2, 4), "int32 lengths")
+
+
+@pytest.mark.clause("P05.12")
+def test_the_mask_is_a_new_tensor_that_does_not_alias_lengths():
+    lengths = long([2, 2])
+
+    first = drill.causal_length_mask(lengths, 2, 2, dtype=torch.float32)
+    second = drill.causal_length_mask(lengths, 2, 2, dtype=torch.float32)
+
+    assert first.untyped_storage().data_ptr() != lengths.untyped_storage().data_ptr()
+    first.fill_(1.0)  # the caller owns the mask: writing one leaves the next call alone
+    assert bool((second[:, :, 1, :] == 0).all()), "two calls share one mask"

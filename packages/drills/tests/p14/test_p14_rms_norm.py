@@ -9,8 +9,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit import (
+    BAD_VALUE,
+    WRONG_KIND,
+    assert_close,
+    assert_rejects,
+    candidate,
+    shares_storage,
+    test_device,
+)
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P14_MODULE")
 
@@ -28,6 +36,7 @@ def loop_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Te
     return torch.tensor(out, dtype=torch.float64).reshape(x.shape).to(x.device)
 
 
+@pytest.mark.clause("P14.2", "P14.3", "P14.4")
 @settings(max_examples=20, deadline=None)
 @given(
     leading=st.lists(st.integers(1, 3), min_size=0, max_size=3),
@@ -44,6 +53,7 @@ def test_any_leading_dims_match_the_loop_oracle(leading, D, eps, seed):
     assert_close(got.double(), loop_rms_norm(x, weight, eps), "rms_norm vs loop oracle")
 
 
+@pytest.mark.clause("P14.4")
 def test_eps_is_added_inside_the_square_root():
     x, weight = seeded(3, 4, seed=1) * 0.1, seeded(4, seed=2)
 
@@ -52,6 +62,7 @@ def test_eps_is_added_inside_the_square_root():
     assert_close(got.double(), loop_rms_norm(x, weight, 0.5), "rms_norm with eps = 0.5")
 
 
+@pytest.mark.clause("P14.4")
 def test_an_all_zero_row_gives_zeros_beside_ordinary_rows():
     x = seeded(3, 5, seed=3)
     x[1] = 0.0
@@ -63,6 +74,7 @@ def test_an_all_zero_row_gives_zeros_beside_ordinary_rows():
     assert_close(got.double(), loop_rms_norm(x, seeded(5, seed=4), 1e-6), "rows beside it")
 
 
+@pytest.mark.clause("P14.3", "P14.6")
 @pytest.mark.parametrize(("scale", "eps"), [(1e3, 1e-6), (1e-4, 1e-10)], ids=["large", "tiny"])
 def test_fp16_inputs_are_reduced_in_fp32_and_returned_in_fp16(scale, eps):
     # fp16 squares overflow past 256 and flush to zero below ~2e-4: only an fp32 sum survives.
@@ -77,6 +89,7 @@ def test_fp16_inputs_are_reduced_in_fp32_and_returned_in_fp16(scale, eps):
     assert_close(got.double(), want, f"fp16 at scale {scale}", atol=1e-2, rtol=1e-2)
 
 
+@pytest.mark.clause("P14.3", "P14.6")
 def test_bf16_inputs_return_bf16_close_to_the_oracle():
     x, weight = seeded(4, 32, seed=7).to(torch.bfloat16), seeded(32, seed=8).to(torch.bfloat16)
 
@@ -87,6 +100,7 @@ def test_bf16_inputs_return_bf16_close_to_the_oracle():
     assert_close(got.double(), want, "bf16 rms_norm", atol=3e-2, rtol=3e-2)
 
 
+@pytest.mark.clause("P14.9")
 def test_inputs_are_not_written():
     x, weight = seeded(2, 6, seed=9), seeded(6, seed=10)
 
@@ -101,6 +115,7 @@ def module(dim: int, eps: float = 1e-6):
     return drill.RMSNorm(dim, eps=eps).to(test_device())
 
 
+@pytest.mark.clause("P14.7", "P14.8")
 def test_the_module_registers_one_weight_of_ones():
     norm = module(6)
 
@@ -110,6 +125,7 @@ def test_the_module_registers_one_weight_of_ones():
     assert [p.shape for p in norm.parameters()] == [torch.Size([6])]
 
 
+@pytest.mark.clause("P14.2", "P14.7")
 def test_the_module_applies_its_weight_over_any_leading_dims():
     norm = module(5, eps=1e-3)
     with torch.no_grad():
@@ -121,6 +137,7 @@ def test_the_module_applies_its_weight_over_any_leading_dims():
     assert_close(got.double(), loop_rms_norm(x, norm.weight.detach(), 1e-3), "RMSNorm(x)")
 
 
+@pytest.mark.clause("P14.8")
 def test_a_state_dict_round_trip_keeps_the_output():
     source, target = module(4), module(4)
     with torch.no_grad():
@@ -132,6 +149,7 @@ def test_a_state_dict_round_trip_keeps_the_output():
     assert torch.equal(target(x), source(x))
 
 
+@pytest.mark.clause("P14.8")
 def test_a_dtype_move_reaches_the_weight():
     norm = module(8).to(torch.float64)
     x = seeded(2, 8, seed=15, dtype=torch.float64)
@@ -142,6 +160,7 @@ def test_a_dtype_move_reaches_the_weight():
     assert_close(got, loop_rms_norm(x, norm.weight.detach(), 1e-6), "float64 RMSNorm")
 
 
+@pytest.mark.clause("P14.3")
 def test_an_fp32_module_returns_the_input_dtype_for_half_inputs():
     norm = module(8)
     x = seeded(2, 8, seed=16).to(torch.bfloat16)
@@ -149,6 +168,7 @@ def test_an_fp32_module_returns_the_input_dtype_for_half_inputs():
     assert norm(x).dtype == torch.bfloat16
 
 
+@pytest.mark.clause("P14.8")
 def test_the_weight_receives_its_gradient():
     norm = module(4, eps=1e-2)
     x = seeded(3, 4, seed=17)
@@ -164,6 +184,7 @@ def test_the_weight_receives_its_gradient():
 # ---- rejection: valid in every respect but one ----
 
 
+@pytest.mark.clause("P14.11")
 def test_a_weight_of_the_wrong_size_is_rejected():
     x, weight = seeded(2, 6, seed=19), seeded(5, seed=20)
 
@@ -171,20 +192,162 @@ def test_a_weight_of_the_wrong_size_is_rejected():
         assert_rejects(lambda: drill.rms_norm(x, weight, eps=1e-6), ValueError, ("weight", "x"))
 
 
-@pytest.mark.parametrize("eps", [-1e-6, float("nan")], ids=["negative", "nan"])
+@pytest.mark.clause("P14.12")
+@pytest.mark.parametrize("eps", [-1e-6, 0.0, float("nan"), float("inf")], ids=repr)
 def test_an_eps_that_is_not_finite_and_positive_is_rejected(eps):
     x, weight = seeded(2, 6, seed=21), seeded(6, seed=22)
 
     with inputs_untouched(x=x, weight=weight):
-        assert_rejects(lambda: drill.rms_norm(x, weight, eps=eps), ValueError, "eps")
+        assert_rejects(lambda: drill.rms_norm(x, weight, eps=eps), BAD_VALUE, "eps", values=(eps,))
 
 
+@pytest.mark.clause("P14.10")
 def test_integer_inputs_are_rejected():
     x, weight = torch.arange(12, device=test_device()).reshape(2, 6), seeded(6, seed=23)
 
     assert_rejects(lambda: drill.rms_norm(x, weight, eps=1e-6), (ValueError, TypeError), "x")
 
 
+@pytest.mark.clause("P14.13")
 @pytest.mark.parametrize("dim", [0, -3])
 def test_a_module_of_non_positive_size_is_rejected(dim):
-    assert_rejects(lambda: drill.RMSNorm(dim), ValueError, "dim")
+    assert_rejects(lambda: drill.RMSNorm(dim), BAD_VALUE, "dim", values=(dim,))
+
+
+@pytest.mark.clause("P14.1")
+def test_the_signatures_take_the_documented_arguments():
+    x, weight = seeded(2, 4, seed=30), seeded(4, seed=31)
+
+    assert_binds(drill.rms_norm, x, weight)
+    assert_binds(drill.rms_norm, x, weight, eps=1e-3)
+    assert_binds(drill.RMSNorm, 4)
+    assert_binds(drill.RMSNorm, 4, eps=1e-3)
+    assert_close(drill.rms_norm(x, weight, eps=1e-3).double(), loop_rms_norm(x, weight, 1e-3))
+
+
+@pytest.mark.clause("P14.5")
+def test_eps_defaults_to_one_in_a_million_in_the_function():
+    x, weight = seeded(3, 4, seed=32) * 1e-3, seeded(4, seed=33)  # mean square ~1e-6: eps shows
+
+    got = drill.rms_norm(x, weight)
+
+    assert_close(got.double(), loop_rms_norm(x, weight, 1e-6), "rms_norm without eps")
+
+
+@pytest.mark.clause("P14.5", "P14.7")
+def test_eps_defaults_to_one_in_a_million_in_the_module():
+    norm = drill.RMSNorm(4).to(test_device())
+    x = seeded(3, 4, seed=34) * 1e-3
+
+    got = norm(x)
+
+    assert_close(got.double(), loop_rms_norm(x, torch.ones(4), 1e-6), "RMSNorm(4)(x)")
+
+
+@pytest.mark.clause("P14.2", "P14.3", "P14.4")
+@pytest.mark.parametrize("shape", [(6,), (2, 1, 3, 6)], ids=str)
+def test_no_or_many_leading_dims_keep_their_shape(shape):
+    x, weight = seeded(*shape, seed=35), seeded(6, seed=36)
+
+    got = drill.rms_norm(x, weight, eps=1e-5)
+
+    assert got.shape == x.shape and got.dtype == x.dtype
+    assert_close(got.double(), loop_rms_norm(x, weight, 1e-5), f"rms_norm of {shape}")
+
+
+@pytest.mark.clause("P14.3", "P14.4")
+def test_float64_stays_float64_and_an_fp32_weight_does_not_narrow_it():
+    x, weight = seeded(3, 5, seed=37, dtype=torch.float64), seeded(5, seed=38)
+
+    got = drill.rms_norm(x, weight, eps=1e-6)
+
+    assert got.dtype == torch.float64
+    assert_close(got, loop_rms_norm(x, weight, 1e-6), "float64 rms_norm", atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.clause("P14.4")
+def test_no_mean_is_subtracted():
+    x = seeded(2, 6, seed=39) + 5.0  # a large mean: LayerNorm's centring would remove it
+    weight = torch.ones(6, device=test_device())
+
+    got = drill.rms_norm(x, weight, eps=1e-6)
+
+    assert (got > 0).all(), "centred output: a mean was subtracted"
+    assert_close(got.double(), loop_rms_norm(x, weight, 1e-6), "shifted rows")
+
+
+@pytest.mark.clause("P14.7")
+def test_the_module_uses_the_eps_it_was_built_with():
+    norm = drill.RMSNorm(4, eps=0.5).to(test_device())
+    x = seeded(3, 4, seed=40) * 0.1
+
+    got = norm(x)
+
+    assert_close(got.double(), loop_rms_norm(x, torch.ones(4), 0.5), "RMSNorm(4, eps=0.5)")
+
+
+@pytest.mark.clause("P14.9")
+def test_the_output_is_a_new_tensor():
+    x, weight = seeded(2, 6, seed=41), torch.ones(6, device=test_device())
+
+    got = drill.rms_norm(x, weight, eps=1e-6)
+
+    assert not shares_storage(got, x) and not shares_storage(got, weight)
+
+
+def rejects(argument, x, weight, eps=1e-6, errors=BAD_VALUE, values=()):
+    tensors = {k: t for k, t in (("x", x), ("weight", weight)) if isinstance(t, torch.Tensor)}
+    with inputs_untouched(**{k: t for k, t in tensors.items() if not t.is_meta}):
+        assert_rejects(lambda: drill.rms_norm(x, weight, eps=eps), errors, argument, values=values)
+
+
+@pytest.mark.clause("P14.10")
+@pytest.mark.parametrize("bad", ["bool", "complex", "list"])
+def test_x_of_another_kind_is_rejected(bad):
+    x = seeded(2, 6, seed=42)
+    x = {"bool": x > 0, "complex": x.to(torch.complex64), "list": x.tolist()}[bad]
+    rejects("x", x, seeded(6, seed=43), errors=WRONG_KIND)
+
+
+@pytest.mark.clause("P14.10")
+@pytest.mark.parametrize("shape", [(), (2, 0)], ids=["0-d", "D=0"])
+def test_x_without_a_channel_dim_is_rejected(shape):
+    x = torch.ones(shape, device=test_device())
+    weight = torch.ones(shape[-1:] or (1,), device=test_device())
+    rejects(("x", "weight"), x, weight)
+
+
+@pytest.mark.clause("P14.11")
+@pytest.mark.parametrize("bad", ["int64", "list"])
+def test_a_weight_of_another_kind_is_rejected(bad):
+    weight = torch.ones(6, device=test_device())
+    weight = weight.long() if bad == "int64" else weight.tolist()
+    rejects("weight", seeded(2, 6, seed=44), weight, errors=WRONG_KIND)
+
+
+@pytest.mark.clause("P14.11")
+def test_a_weight_of_another_rank_is_rejected():
+    rejects(("weight", "x"), seeded(2, 6, seed=45), torch.ones(1, 6, device=test_device()))
+
+
+@pytest.mark.clause("P14.11")
+def test_a_weight_on_another_device_is_rejected():
+    rejects("weight", seeded(2, 6, seed=46), torch.ones(6, device="meta"))
+
+
+@pytest.mark.clause("P14.12")
+@pytest.mark.parametrize("eps", [True, "1e-6", None], ids=repr)
+def test_an_eps_of_another_kind_is_rejected(eps):
+    rejects("eps", seeded(2, 6, seed=47), seeded(6, seed=48), eps=eps, errors=WRONG_KIND)
+
+
+@pytest.mark.clause("P14.12")
+@pytest.mark.parametrize("eps", [0.0, float("nan"), True], ids=repr)
+def test_the_module_rejects_a_bad_eps_at_construction(eps):
+    assert_rejects(lambda: drill.RMSNorm(4, eps=eps), WRONG_KIND, "eps")
+
+
+@pytest.mark.clause("P14.13")
+@pytest.mark.parametrize("dim", [4.0, True, "4"], ids=repr)
+def test_a_module_size_of_another_kind_is_rejected(dim):
+    assert_rejects(lambda: drill.RMSNorm(dim), WRONG_KIND, "dim")

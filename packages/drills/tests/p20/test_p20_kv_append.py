@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from gptlab_testkit import assert_rejects, candidate, test_device
 from gptlab_testkit import slot_writes as checks
+from gptlab_testkit.boundary import BAD_VALUE, WRONG_KIND
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P20_MODULE")
@@ -28,20 +29,24 @@ def zeros(*shape: int) -> torch.Tensor:
     return torch.zeros(*shape, device=test_device())
 
 
+@pytest.mark.clause("P20.3")
 def test_only_the_selected_slots_of_each_row_change():
     checks.writes_exactly_the_chosen_slots(drill.append_kv_cache)
 
 
+@pytest.mark.clause("P20.11")
 def test_the_callers_caches_are_written_and_keep_their_data_pointers():
     checks.writes_in_place_without_reallocating(drill.append_kv_cache)
 
 
+@pytest.mark.clause("P20.2", "P20.3")
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_distinct_positions_match_the_loop_oracle(data):
     checks.matches_loop_oracle_for_distinct_slots(drill.append_kv_cache, data)
 
 
+@pytest.mark.clause("P20.5")
 def test_one_token_steps_build_the_same_cache_as_one_prefill_write():
     B, H, S, D, T = 2, 2, 6, 3, 4
     k_new, v_new = seeded(B, H, T, D, seed=1), seeded(B, H, T, D, seed=2)
@@ -58,6 +63,7 @@ def test_one_token_steps_build_the_same_cache_as_one_prefill_write():
     assert torch.equal(step_v, prefill_v), "values: decode steps differ from one prefill write"
 
 
+@pytest.mark.clause("P20.12")
 def test_the_new_keys_values_and_positions_are_only_read():
     k_cache, v_cache = seeded(2, 2, 5, 3, seed=3), seeded(2, 2, 5, 3, seed=4)
     k_new, v_new = seeded(2, 2, 2, 3, seed=5), seeded(2, 2, 2, 3, seed=6)
@@ -80,23 +86,39 @@ def valid_call() -> dict[str, torch.Tensor]:
     }
 
 
-def rejected(call: dict[str, torch.Tensor], argument: str | tuple[str, ...]) -> None:
-    """The call raises ValueError naming `argument`, and no tensor changed first."""
-    with inputs_untouched(**call):
-        assert_rejects(lambda: drill.append_kv_cache(*call.values()), ValueError, argument)
+def rejected(
+    call: dict[str, object],
+    argument: str | tuple[str, ...],
+    errors: type[BaseException] | tuple[type[BaseException], ...] = BAD_VALUE,
+    values: tuple[object, ...] = (),
+) -> None:
+    """The call raises `errors` naming `argument`, and no tensor changed first."""
+    tensors = {name: value for name, value in call.items() if isinstance(value, torch.Tensor)}
+    tensors = {name: value for name, value in tensors.items() if value.device.type != "meta"}
+    positional = [call[name] for name in ("k_cache", "v_cache", "k_new", "v_new", "positions")]
+    extra = {"start": call["start"]} if "start" in call else {}
+    with inputs_untouched(**tensors):
+        assert_rejects(
+            lambda: drill.append_kv_cache(*positional, **extra), errors, argument, values=values
+        )
 
 
 # The bad position is row 1's last token: a write-then-check loop has already written.
+@pytest.mark.clause("P20.6")
 @pytest.mark.parametrize("bad", [5, 9, -1], ids=["at capacity", "past capacity", "negative"])
 def test_a_position_outside_the_cache_is_rejected_before_any_write(bad):
-    rejected({**valid_call(), "positions": long([[0, 1, 2], [2, 3, bad]])}, "positions")
+    rejected(
+        {**valid_call(), "positions": long([[0, 1, 2], [2, 3, bad]])}, "positions", values=(bad,)
+    )
 
 
+@pytest.mark.clause("P20.7")
 @pytest.mark.parametrize("row", [[2, 2, 4], [4, 3, 4]], ids=["adjacent repeat", "repeat apart"])
 def test_a_position_repeated_within_a_row_is_rejected(row):
     rejected({**valid_call(), "positions": long([[0, 1, 2], row])}, "positions")
 
 
+@pytest.mark.clause("P20.3")
 def test_a_position_shared_by_two_rows_is_allowed():
     call = {**valid_call(), "positions": long([[0, 1, 2], [0, 1, 2]])}
     want_k = checks.loop_slot_write(call["k_cache"], call["k_new"], call["positions"])
@@ -106,17 +128,114 @@ def test_a_position_shared_by_two_rows_is_allowed():
     assert torch.equal(call["k_cache"], want_k), "rows do not own their own slots"
 
 
+@pytest.mark.clause("P20.8")
 def test_new_keys_with_a_token_count_other_than_the_positions_are_rejected():
     rejected({**valid_call(), "k_new": seeded(2, 2, 2, 3, seed=11)}, ("k_new", "positions"))
 
 
+@pytest.mark.clause("P20.8")
 def test_caches_of_different_shapes_are_rejected():
     rejected({**valid_call(), "v_cache": seeded(2, 2, 4, 3, seed=12)}, ("v_cache", "k_cache"))
 
 
+@pytest.mark.clause("P20.8")
 def test_positions_for_another_batch_size_are_rejected():
     rejected({**valid_call(), "positions": long([[0, 1, 2]])}, "positions")
 
 
+@pytest.mark.clause("P20.9")
 def test_new_values_of_another_dtype_are_rejected():
-    rejected({**valid_call(), "v_new": seeded(2, 2, 3, 3, seed=13, dtype=torch.float64)}, "v_new")
+    call = {**valid_call(), "v_new": seeded(2, 2, 3, 3, seed=13, dtype=torch.float64)}
+    rejected(call, "v_new", WRONG_KIND)
+
+
+@pytest.mark.clause("P20.6")
+@pytest.mark.parametrize("bad", [5, -1], ids=["at capacity", "negative"])
+def test_a_one_token_write_outside_the_cache_in_row_one_is_rejected_before_any_write(bad):
+    call = {**valid_call(), "k_new": seeded(2, 2, 1, 3, seed=14)}
+    call = {**call, "v_new": seeded(2, 2, 1, 3, seed=15), "positions": long([[4], [bad]])}
+    rejected(call, "positions", values=(bad,))
+
+
+def started(starts: list[int]) -> torch.Tensor:
+    return torch.tensor(starts, dtype=torch.long, device=test_device())
+
+
+@pytest.mark.clause("P20.4", "P20.3")
+def test_a_start_offset_moves_each_rows_positions_to_their_slots():
+    call = valid_call()
+    start = started([10, 3])  # row 0 holds positions 10..14, row 1 holds 3..7
+    positions = long([[12, 10, 14], [3, 7, 5]])
+    want_k = checks.loop_slot_write(call["k_cache"], call["k_new"], positions - start[:, None])
+    want_v = checks.loop_slot_write(call["v_cache"], call["v_new"], positions - start[:, None])
+
+    with inputs_untouched(start=start, positions=positions):
+        drill.append_kv_cache(
+            call["k_cache"], call["v_cache"], call["k_new"], call["v_new"], positions, start=start
+        )
+
+    assert torch.equal(call["k_cache"], want_k), "keys: slot != position - start"
+    assert torch.equal(call["v_cache"], want_v), "values: slot != position - start"
+
+
+@pytest.mark.clause("P20.4", "P20.1")
+def test_start_defaults_to_zero():
+    call, again = valid_call(), valid_call()
+    try:
+        drill.append_kv_cache(*call.values())
+        drill.append_kv_cache(*again.values(), start=started([0, 0]))
+    except TypeError as error:  # a signature mismatch, not a rejected value
+        raise AssertionError(f"append_kv_cache(..., positions, start=...): {error}") from error
+
+    assert torch.equal(call["k_cache"], again["k_cache"]), "start=None is not start=0"
+    assert torch.equal(call["v_cache"], again["v_cache"]), "start=None is not start=0"
+
+
+@pytest.mark.clause("P20.6")
+@pytest.mark.parametrize("bad", [[0, 4], [0, -3]], ids=["slot past capacity", "slot below 0"])
+def test_a_position_outside_the_cache_after_its_start_is_rejected(bad):
+    # Row 1's start 4 makes its positions 4..8 slots 0..4; position 2 would be slot -2.
+    call = {**valid_call(), "positions": long([[0, 1, 2], [4, 5, 4 + 5 if bad[1] == 4 else 2]])}
+    rejected({**call, "start": started([0, 4])}, ("positions", "start"), values=(9, 2, -2))
+
+
+@pytest.mark.clause("P20.7")
+def test_a_slot_repeated_after_the_start_is_rejected():
+    call = {**valid_call(), "positions": long([[0, 1, 2], [6, 7, 6]])}
+    rejected({**call, "start": started([0, 3])}, "positions")
+
+
+@pytest.mark.clause("P20.8")
+def test_a_start_of_another_batch_size_is_rejected():
+    rejected({**valid_call(), "start": started([0, 0, 0])}, "start")
+
+
+@pytest.mark.clause("P20.9")
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("positions", long([[0, 1, 2], [2, 3, 4]]).float()),
+        ("positions", long([[0, 1, 0], [0, 1, 1]]).bool()),
+        ("start", torch.tensor([0.0, 0.0])),
+        ("k_new", [[0.0]]),
+        ("v_cache", seeded(2, 2, 5, 3, seed=16, dtype=torch.float64)),
+        ("k_cache", torch.empty(2, 2, 5, 3, device="meta")),
+    ],
+    ids=["float positions", "bool positions", "float start", "list k_new", "f64 v_cache", "meta"],
+)
+def test_the_wrong_kind_or_dtype_of_tensor_is_rejected(name, value):
+    rejected({**valid_call(), name: value}, name, WRONG_KIND)
+
+
+@pytest.mark.clause("P20.10")
+@pytest.mark.parametrize("how", ["expanded view", "requires grad", "inference tensor"])
+def test_a_value_cache_that_cannot_be_written_in_place_is_rejected_before_the_keys(how):
+    call = valid_call()
+    if how == "expanded view":
+        call["v_cache"] = seeded(2, 2, 1, 3, seed=17).expand(2, 2, 5, 3)
+    elif how == "requires grad":
+        call["v_cache"] = call["v_cache"].requires_grad_()
+    else:
+        with torch.inference_mode():
+            call["v_cache"] = seeded(2, 2, 5, 3, seed=18)
+    rejected(call, "v_cache", BAD_VALUE)

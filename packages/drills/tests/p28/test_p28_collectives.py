@@ -46,6 +46,15 @@ def collectives(rank, shape, dtype, step=0):
             "scattered": scattered.clone(), "x kept": tensor_state(x) == before}  # fmt: skip
 
 
+def on_a_group_of_its_own(rank, shape, dtype):
+    groups = [dist.new_group([r]) for r in range(WORLD)]  # every rank creates every group
+    x = shard(rank, shape, dtype)
+    before = tensor_state(x)
+    reduced, gathered, scattered = drill.run_collectives(x, group=groups[rank])
+    return {"x": x, "reduced": reduced.clone(), "gathered": gathered.clone(),
+            "scattered": scattered.clone(), "x kept": tensor_state(x) == before}  # fmt: skip
+
+
 def twice(rank, shape, dtype):
     return [collectives(rank, shape, dtype, step) for step in range(2)]
 
@@ -200,7 +209,7 @@ def test_reduce_scatter_gives_each_rank_its_own_slice_of_the_sum(ranks):
 
 
 @pytest.mark.contract
-@pytest.mark.clause("P28.12")
+@pytest.mark.clause("P28.13")
 def test_the_callers_input_is_only_read_on_every_rank(ranks):
     for rank, result in enumerate(run(ranks)):
         assert result["x kept"], f"rank {rank}: run_collectives wrote the caller's x"
@@ -233,6 +242,21 @@ def test_two_calls_in_a_row_keep_both_ranks_in_step(ranks):
 
 
 @pytest.mark.contract
+@pytest.mark.clause("P28.10")
+@pytest.mark.parametrize(
+    ("shape", "dtype"), [((3, 2), torch.float32), ((4,), torch.int64)], ids=["3 rows", "int64"]
+)
+def test_a_group_of_one_rank_reduces_gathers_and_scatters_that_ranks_x_alone(ranks, shape, dtype):
+    # 3 rows: divisible by the group's size (1), not by the world's (2).
+    jobs = [(shape, dtype)] * WORLD
+    for rank, result in enumerate(ranks.run("on_a_group_of_its_own", jobs)):
+        for name in ("reduced", "gathered", "scattered"):
+            got = result[name]
+            assert torch.equal(got, result["x"]), f"rank {rank}: {name} on its own group {got}"
+        assert result["x kept"], f"rank {rank}: run_collectives wrote the caller's x"
+
+
+@pytest.mark.contract
 @pytest.mark.clause("P28.7")
 def test_every_rank_issues_the_same_collectives_in_the_same_order(ranks):
     outcomes = ranks.outcomes("collectives", [((4, 3), torch.float32)] * WORLD)
@@ -255,7 +279,7 @@ def test_every_async_handle_is_waited_on_before_returning(ranks):
 
 
 @pytest.mark.contract
-@pytest.mark.clause("P28.10")
+@pytest.mark.clause("P28.11")
 @pytest.mark.parametrize("case", ["3 rows", "5 rows, 3-D"])
 def test_rows_not_divisible_by_the_world_size_are_rejected_before_any_collective(ranks, case):
     outcomes = ranks.outcomes("malformed", [(case,)] * WORLD)
@@ -263,7 +287,7 @@ def test_rows_not_divisible_by_the_world_size_are_rejected_before_any_collective
 
 
 @pytest.mark.contract
-@pytest.mark.clause("P28.11")
+@pytest.mark.clause("P28.12")
 @pytest.mark.parametrize("case", ["a list", "a 0-d tensor"])
 def test_an_x_that_is_not_a_tensor_with_rows_is_rejected_before_any_collective(ranks, case):
     outcomes = ranks.outcomes("malformed", [(case,)] * WORLD)
@@ -274,7 +298,7 @@ def test_an_x_that_is_not_a_tensor_with_rows_is_rejected_before_any_collective(r
 
 
 @pytest.mark.extension
-@pytest.mark.clause("P28.15")
+@pytest.mark.clause("P28.16")
 @pytest.mark.parametrize("case", ["meta", "bool", "complex"])
 def test_the_reference_rejects_x_without_real_numbers_before_any_collective(ranks, case):
     outcomes = ranks.outcomes("malformed", [(case,)] * WORLD)
@@ -282,7 +306,7 @@ def test_the_reference_rejects_x_without_real_numbers_before_any_collective(rank
 
 
 @pytest.mark.extension
-@pytest.mark.clause("P28.15")
+@pytest.mark.clause("P28.16")
 def test_the_reference_rejects_a_group_of_the_wrong_kind(ranks):
     for rank, result in enumerate(ranks.run("with_a_group_of_the_wrong_kind", [()] * WORLD)):
         assert result != "returned" and result[0] in ("TypeError", "ValueError"), result
@@ -317,7 +341,7 @@ def test_a_handle_never_waited_on_fails_naming_the_rank_and_the_collective(ranks
 
 
 @pytest.mark.extension
-@pytest.mark.clause("P28.14")
+@pytest.mark.clause("P28.15")
 @pytest.mark.parametrize(
     ("job", "mismatch"),
     [
@@ -334,4 +358,3 @@ def test_ranks_that_disagree_fail_in_one_line_naming_rank_collective_and_mismatc
     assert "\n" not in str(got.value), f"not one line: {got.value}"
     assert time.monotonic() - start < 10, f"took {time.monotonic() - start:.1f} s"
     assert not ranks.breaks(ranks.outcomes("collectives", [((4, 3), torch.float32)] * 2))
-

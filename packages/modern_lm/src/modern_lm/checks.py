@@ -8,7 +8,7 @@ import math
 class ArgumentTypeError(TypeError, ValueError):
     """A wrong kind of object for an argument; the message names the argument.
 
-    A TypeError, and a ValueError too, as CONTRACTS.md's convention promises ValueError
+    A TypeError, and a ValueError too, as the contracts' convention promises ValueError
     for every malformed argument (tinygpt's errors follow the same rule).
     """
 

@@ -1,4 +1,4 @@
-"""The causal LM loss: token t's logits predict label t + 1 (as tinygpt's, see CONTRACTS.md)."""
+"""The causal LM loss: token t's logits predict label t + 1 (as tinygpt's: docs/contracts.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """When an item (a mechanism or a drill) counts as *learned*, as the kit defines it.
 
-The kit's definition (the practice README, "Learned, as the kit defines it"): the attempt starts from an empty
-file with no assistant; every tensor dimension is named before code; aliasing and
-allocation are stated; the numerical-stability decision is explicit; time, memory and
-synchronisation costs are stated; and one clean re-solve passes on a later day.
+The kit's definition (the practice README, "Learned, as the kit defines it"): the
+attempt starts from an empty file with no assistant; every tensor dimension is named
+before code; aliasing and allocation are stated; the numerical-stability decision is
+explicit; time, memory and synchronisation costs are stated; and one clean re-solve
+passes on a later day.
 
 What the tool checks: an attempt, started by `start` (an empty file; a debug drill's
 supplied artifact) on a later calendar day than the item's previous attempt, that

@@ -61,15 +61,17 @@ def _intro(
         f"started {started:%Y-%m-%d %H:%M} (gptlab-practice; {mechanism.source})",
         "",
     ]
-    if mechanism.drill:  # the kit's protocol for a drill (../shared/DRILLS.md)
+    if mechanism.drill:  # the kit's protocol for a drill (packages/drills/README.md)
         lines += [
             "No assistant. Restate the contract and reject bad shapes first; two ordinary",
             "examples and one hostile case; PyTorch only; compare with a slow reference path.",
             f"Graded names: {', '.join(names)}",
+            f"Contract: packages/drills/README.md, section {mechanism.package}.",
         ]
     else:
         lines += [
-            "Write from an empty editor with only seed/gpt-lab.md and CONTRACTS.md open.",
+            "Write from an empty editor with only its contract open: docs/contracts.md,",
+            f"section {mechanism.suite}, in the gptlab checkout.",
             "Graded names (define each from stage 1 on; a stub is fine until its stage):",
             "  " + ", ".join(names),
             "Other attempts in this folder are importable by their plain names",

@@ -100,7 +100,7 @@ class _ModelShape:
 def _probe(model: CacheAwareModel) -> _ModelShape:
     """Read the cache layout and vocabulary from one cached one-token forward.
 
-    Anything that does not answer like a cache-aware model (CONTRACTS.md) is refused
+    Anything that does not answer like a cache-aware model (docs/contracts.md) is refused
     here, before the pool is built: a TypeError naming ``model``.
     """
     parameters = getattr(model, "parameters", None)

@@ -34,7 +34,7 @@ class Cheat:
     variable: str
     cheat: str
     says: str
-    earned: int = 0
+    earned: int | str = 0  # a count, or an honest twin's file name (what it earns)
     late_s: float = 0.0
     enforced: bool = True
     why: str = ""
@@ -54,15 +54,40 @@ def read_cheat(path: Path) -> Cheat:
         str(found["VARIABLE"]),
         str(found["CHEAT"]),
         str(found["SAYS"]),
-        int(found.get("EARNED", 0)),  # type: ignore[call-overload]
+        found.get("EARNED", 0),  # type: ignore[arg-type]
         float(found.get("LATE_S", 0)),  # type: ignore[arg-type]
         bool(found.get("ENFORCED", True)),
         str(found.get("WHY", "")),
     )
 
 
+_TWINS: dict[Path, int] = {}
+
+
+def earned(cheat: Cheat, root: Path) -> int:
+    """What the cheat's values earn honestly: its count, or its honest twin's passes."""
+    if isinstance(cheat.earned, int):
+        return cheat.earned
+    twin = cheat.path.parent / cheat.earned
+    if twin not in _TWINS:
+        honest = Cheat(twin, cheat.variable, "", "", 0)
+        _TWINS[twin] = _run_grade(honest, root)[1]
+    return _TWINS[twin]
+
+
 def grade_cheat(cheat: Cheat, root: Path) -> tuple[bool, str]:
     """(held, one line) for one cheat graded through grade and its Gradescope file."""
+    allowed = earned(cheat, root)
+    done, passed, score, said = _run_grade(cheat, root)
+    held = passed <= allowed and score <= allowed and said and done != 0
+    line = (
+        f"exit {done}, {passed} passed (json; honest values earn {allowed}), score {score:g} "
+        f"(Gradescope), verdict {'says' if said else 'LACKS'} {cheat.says!r}"
+    )
+    return held, line
+
+
+def _run_grade(cheat: Cheat, root: Path) -> tuple[int, int, float, bool]:
     with tempfile.TemporaryDirectory(prefix="gptlab-cheat-") as scratch:
         report, gradescope = Path(scratch) / "grade.json", Path(scratch) / "results.json"
         command = [sys.executable, "-m", "gptlab_testkit.grade",
@@ -75,12 +100,7 @@ def grade_cheat(cheat: Cheat, root: Path) -> tuple[bool, str]:
         passed, reasons = _passed(report)
         score = _score(gradescope)
         said = cheat.says in output + "\n".join(reasons)
-        held = passed <= cheat.earned and score <= cheat.earned and said and done.returncode != 0
-        line = (
-            f"exit {done.returncode}, {passed} passed (json), score {score:g} (Gradescope), "
-            f"verdict {'says' if said else 'LACKS'} {cheat.says!r}"
-        )
-        return held, line
+        return done.returncode, passed, score, said
 
 
 def _passed(report: Path) -> tuple[int, list[str]]:

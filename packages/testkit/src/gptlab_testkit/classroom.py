@@ -204,7 +204,7 @@ class PendingSubmission:
         pytest_args = list(grade_args[grade_args.index("--") + 1 :]) if "--" in grade_args else []
         options = grade_options(own)
         assignments = parse_assignments([str(folder.resolve())])
-        paths, ladder = selection(Path.cwd(), assignments, options.full)
+        paths, ladder = selection(options.root, assignments, options.full)  # grade's checkout
         self.name = folder.name
         self.limit = limit
         self.modules = {

@@ -134,10 +134,16 @@ def _child(argv: list[str], assignments: Mapping[str, str], out: Path, cwd: Path
         os._exit(code)
 
 
-def verdicts(expected: Expected, reported: Sequence[TestResult]) -> list[TestResult]:
+def verdicts(
+    expected: Expected,
+    reported: Sequence[TestResult],
+    reference_skips: Mapping[str, str] | None = None,
+) -> list[TestResult]:
     """One result per expected test: the run's pass or fail, every other outcome a failure.
 
     Owner, package, kind and tiers come from the listing, never from the run's report.
+    `reference_skips` (nodeid -> reason): tests the references skip too on this machine
+    (a second device it lacks): such a skip is the environment's, the same for everyone.
     """
     by_id = {result.nodeid: result for result in reported}
     judged: list[TestResult] = []
@@ -148,6 +154,9 @@ def verdicts(expected: Expected, reported: Sequence[TestResult]) -> list[TestRes
         got = by_id.get(test.nodeid)
         if got is None:
             judged.append(replace(test, outcome="failed", reason=NOT_REPORTED))
+        elif got.outcome == "skipped" and test.nodeid in (reference_skips or {}):
+            reason = (reference_skips or {})[test.nodeid]
+            judged.append(replace(test, outcome="skipped", reason=f"{reason} (as the reference)"))
         elif got.outcome == "skipped":
             why = got.reason or "no reason given"
             judged.append(
@@ -164,6 +173,44 @@ def verdicts(expected: Expected, reported: Sequence[TestResult]) -> list[TestRes
                 replace(test, outcome=got.outcome, duration=got.duration, reason=got.reason)
             )
     return judged
+
+
+def skipped_by_run(expected: Expected, reported: Sequence[TestResult]) -> set[str]:
+    """Expected tests, not skipped by the grader, that the candidate's run skipped."""
+    wanted = {test.nodeid for test in expected.tests if test.outcome != "skipped"}
+    return {r.nodeid for r in reported if r.outcome == "skipped" and r.nodeid in wanted}
+
+
+_REFERENCE_SKIPS: dict[frozenset[str], dict[str, str]] = {}
+
+
+def reference_skips(nodeids: set[str], paths: Sequence[str]) -> dict[str, str]:
+    """Which of `nodeids` the references skip too (nodeid -> reason), by running just those
+    tests with every candidate variable cleared; cached per set (a class meets the same)."""
+    key = frozenset(nodeids)
+    if not nodeids:
+        return {}
+    if key not in _REFERENCE_SKIPS:
+        from .suites import ForkedRun
+
+        targets = [_absolute(nodeid, paths) for nodeid in sorted(nodeids)]
+        run = ForkedRun(
+            [t for t in targets if t], {}, ["-q", "--timeout=60"], clear_variables=True, limit=300
+        ).wait()
+        _REFERENCE_SKIPS[key] = {
+            r.nodeid: r.reason for r in run.results if r.outcome == "skipped" and r.nodeid in key
+        }
+    return _REFERENCE_SKIPS[key]
+
+
+def _absolute(nodeid: str, paths: Sequence[str]) -> str:
+    """`file::test` (relative to pytest's rootdir) made absolute against the run's paths."""
+    file, _, rest = nodeid.partition("::")
+    for path in paths:
+        for folder in (Path(path), *Path(path).parents):
+            if (folder / file).exists():
+                return f"{folder / file}::{rest}" if rest else str(folder / file)
+    return ""
 
 
 def judged_returncode(returncode: int, judged: Sequence[TestResult]) -> int:

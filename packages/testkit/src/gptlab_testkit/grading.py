@@ -16,7 +16,14 @@ from pathlib import Path
 from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments, select_test_files
 from .checkout import CheckoutError, find_checkout
 from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
-from .expected import Expected, judged_returncode, list_expected, verdicts
+from .expected import (
+    Expected,
+    judged_returncode,
+    list_expected,
+    reference_skips,
+    skipped_by_run,
+    verdicts,
+)
 from .results import gradescope_keys, package_of, parse_visibility
 from .suggest import did_you_mean
 from .suites import ForkedRun, SuiteRun, drill_suite_paths, grading_args, suite_paths
@@ -289,7 +296,9 @@ class JudgedRun:
             return result
         if not result.results and result.returncode != 0:
             return result  # no verdict at all (a candidate error): no credit either way
-        result.results = verdicts(self.expected, result.results)
+        skipped = skipped_by_run(self.expected, result.results)
+        environment = reference_skips(skipped, self.run.paths) if skipped else {}
+        result.results = verdicts(self.expected, result.results, environment)
         result.returncode = judged_returncode(result.returncode, result.results)
         return result
 

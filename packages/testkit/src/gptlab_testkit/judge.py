@@ -289,6 +289,8 @@ def _mirror(sent: list[Any], after: list[Any], blobs: list[bytes], worker: Worke
             continue
         value = worker.decode(data, blobs)
         if isinstance(original, torch.Tensor) and isinstance(value, torch.Tensor):
+            if original.device.type == "meta":
+                continue  # no data to write
             if value.shape != original.shape or value.dtype != original.dtype:
                 with torch.no_grad():
                     original.set_(value.to(original.device))  # type: ignore[call-overload]

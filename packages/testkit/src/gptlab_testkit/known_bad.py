@@ -17,7 +17,7 @@ that use it as a collaborator, the integration slice), run under grade's isolati
 (fork pool, per-test time limit, memory limit, stop list, scratch directory). So
 the ladder proves that selection drops no test that catches a candidate. A
 candidate whose mistake breaks one of this project's extensions rather than
-CONTRACTS.md declares `SCOPE = "all"` and is graded on extension tests too. A
+docs/contracts.md declares `SCOPE = "all"` and is graded on extension tests too. A
 hostile candidate (one that hangs, ends its process, aborts, segfaults or allocates
 without bound) declares `RUN = "isolated"` and gets a 20 s per-test limit.
 

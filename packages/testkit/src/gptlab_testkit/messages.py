@@ -1,4 +1,4 @@
-"""What a contract test may require of an error message (CONTRACTS.md's conventions).
+"""What a contract test may require of an error message (docs/contracts.md, Conventions).
 
 A "ValueError" of the contracts names what is wrong: the argument, by its parameter
 name written with underscores or spaces (`request_id`, `request id`), or the

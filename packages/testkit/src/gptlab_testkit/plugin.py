@@ -182,7 +182,7 @@ def pytest_configure(config: pytest.Config) -> None:
     descriptions = ("construction and shape", "numerical contract", "cache contract", "generation")
     for tier, what in zip(TIERS, descriptions, strict=True):
         config.addinivalue_line("markers", f"{tier}: tinygpt {what}")
-    config.addinivalue_line("markers", "contract: graded invariant of CONTRACTS.md")
+    config.addinivalue_line("markers", "contract: graded invariant of docs/contracts.md")
     config.addinivalue_line("markers", "extension: this project's behaviour beyond the contract")
     config.addinivalue_line("markers", "owner(key): routing.toml key of the owning mechanism")
     config.addinivalue_line(

@@ -225,6 +225,7 @@ class ForkedRun:
         self.result: SuiteRun | None = None
         # The run starts in a scratch folder: relative paths are resolved here, first.
         paths = [str(Path(p).resolve()) if Path(p).exists() else p for p in paths]
+        self.paths = paths  # absolute where they exist: a test's nodeid resolves against them
         argv = [*paths, "-p", "no:cacheprovider", "--gptlab-report", str(self.report)]
         # Preloaded plugins (xdist, pytest-timeout, hypothesis) cannot be rewritten; fine.
         argv += ["-W", "ignore::pytest.PytestAssertRewriteWarning", *args]

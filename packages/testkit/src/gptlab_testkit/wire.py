@@ -93,6 +93,14 @@ def encode(value: Any, blobs: list[bytes], handles: Any = None) -> Any:
 
 
 def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> list[Any]:
+    if tensor.device.type == "meta":  # shape and dtype only: a meta tensor holds no data
+        blobs.append(b"")
+        return [
+            len(blobs) - 1,
+            str(tensor.dtype).removeprefix("torch."),
+            list(tensor.shape),
+            "meta",
+        ]
     plain = tensor.detach().to("cpu").contiguous()
     dtype = str(plain.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
@@ -168,6 +176,8 @@ def _untensor(spec: Any, blobs: list[bytes]) -> torch.Tensor:
     for size in shape:
         numel *= size
     data = blobs[index]
+    if device == "meta" and not data:
+        return torch.empty(shape, dtype=dtype, device="meta")
     if numel * dtype.itemsize != len(data):
         raise WireError(f"tensor of shape {shape} ({name}) does not match its {len(data)} bytes")
     flat = (

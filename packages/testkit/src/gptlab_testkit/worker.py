@@ -195,7 +195,10 @@ def main(argv: list[str]) -> None:
     import torch
 
     torch.set_num_threads(1)
-    Server(wire, refuser, fd_in, fd_out).serve()
+    try:
+        Server(wire, refuser, fd_in, fd_out).serve()
+    except wire.WireError:  # the judge closed the pipe: the grading is over
+        os._exit(0)
 
 
 if __name__ == "__main__":

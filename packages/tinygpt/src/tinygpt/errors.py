@@ -6,7 +6,7 @@ from __future__ import annotations
 class ArgumentTypeError(TypeError, ValueError):
     """A wrong kind of object for an argument; the message names the argument.
 
-    It is a TypeError, and a ValueError too: CONTRACTS.md promises ValueError for
+    It is a TypeError, and a ValueError too: the contract promises ValueError for
     every malformed argument, so code that catches ValueError keeps working.
     """
 
