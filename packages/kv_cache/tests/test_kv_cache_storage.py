@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import test_device
+from gptlab_testkit import candidate, test_device
 from gptlab_testkit.kv_storage import data_pointers
 
 pytestmark = [pytest.mark.owner("fixed_capacity_storage"), pytest.mark.contract]
@@ -101,3 +101,15 @@ def test_appending_any_chunk_split_stores_the_whole_sequence(kv, chunks, data):
     for (key, value), (want_key, want_value) in zip(cache.storage, whole, strict=True):
         assert torch.equal(key[:, :, :total], want_key)
         assert torch.equal(value[:, :, :total], want_value)
+
+
+def test_dtype_and_device_default_to_float32_on_the_cpu():
+    """The signature's defaults: `dtype=torch.float32, device="cpu"`, starts at zero."""
+    cache = candidate("KV_CACHE_MODULE").KVCache(2, 2, 3, 5, 4)
+
+    for key, value in cache.storage:
+        for tensor in (key, value):
+            assert tensor.dtype == torch.float32 and tensor.device.type == "cpu"
+            assert tensor.shape == (2, 3, 5, 4)
+    assert cache.cache_start_positions.tolist() == [0, 0]
+    assert cache.cache_lengths.tolist() == [0, 0]

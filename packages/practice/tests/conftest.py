@@ -37,62 +37,21 @@ class Run:
 Practise = Callable[..., Run]
 
 
-# Faithful drill attempts written for these tests (text a learner would paste in): the
-# drills' references may not exist yet, and a test must not lean on them.
-P19 = '''
-import math
-
-import torch
+DRILL_SOURCES = ROOT / "packages" / "drills" / "src" / "gptlab_drills"
 
 
-def decode_attention(q, k_cache, v_cache, lengths):
-    """q [B,Hq,1,D], caches [B,Hkv,S,D] (padded capacity), lengths [B] -> [B,Hq,1,D]."""
-    if q.dim() != 4 or q.shape[2] != 1:
-        raise ValueError(f"q must be [B, Hq, 1, D], got {tuple(q.shape)}")
-    if k_cache.dim() != 4 or k_cache.shape != v_cache.shape:
-        raise ValueError(f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)}")
-    B, Hq, _, D = q.shape
-    _, Hkv, S, _ = k_cache.shape
-    if k_cache.shape[0] != B or k_cache.shape[3] != D or Hq % Hkv:
-        raise ValueError(f"q {tuple(q.shape)} does not fit k_cache {tuple(k_cache.shape)}")
-    if lengths.shape != (B,) or bool(((lengths < 1) | (lengths > S)).any()):
-        raise ValueError(f"lengths must be [B] in 1..{S}, got {lengths.tolist()}")
-    k = k_cache.repeat_interleave(Hq // Hkv, dim=1).float()
-    v = v_cache.repeat_interleave(Hq // Hkv, dim=1).float()
-    scores = q.float() @ k.transpose(-2, -1) / math.sqrt(D)
-    valid = torch.arange(S, device=q.device)[None, :] < lengths[:, None]
-    scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))
-    return (torch.softmax(scores, dim=-1) @ v).to(q.dtype)
-'''
-
-PT17 = '''
-import torch
-
-
-def position_causal_mask(query_positions, key_positions, key_valid):
-    """[B,Tq], [B,Tk], [B,Tk] -> bool [B,1,Tq,Tk], True = may attend."""
-    for name, t in (("query_positions", query_positions), ("key_positions", key_positions)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 2:
-            raise ValueError(f"{name} must be a 2-D tensor")
-    if key_valid.shape != key_positions.shape or key_valid.dtype != torch.bool:
-        raise ValueError("key_valid must be bool and shaped like key_positions")
-    if query_positions.shape[0] != key_positions.shape[0]:
-        raise ValueError("query_positions and key_positions differ in batch size")
-    if bool((query_positions[:, 1:] < query_positions[:, :-1]).any()):
-        raise ValueError("query_positions must not decrease along a row")
-    for row, valid in zip(key_positions, key_valid):
-        kept = row[valid]
-        if bool((kept[1:] < kept[:-1]).any()):
-            raise ValueError("key_positions must not decrease among the valid keys of a row")
-    mask = key_positions[:, None, :] <= query_positions[:, :, None]
-    return (mask & key_valid[:, None, :])[:, None]
-'''
+def pasted(drill: str) -> str:
+    """A drill's reference as a learner would paste it into an attempt: its own text, the one
+    relative import made absolute (an attempt is a plain file, not part of the package). It
+    follows the drill's contract as it grows, where a copy kept here would fall behind."""
+    text = (DRILL_SOURCES / f"{drill.lower()}.py").read_text(encoding="utf-8")
+    return text.replace("from ._describe import", "from gptlab_drills._describe import")
 
 
 @pytest.fixture
 def drills() -> dict[str, str]:
     """{"P19": faithful attempt text, "PT17": ...}."""
-    return {"P19": P19, "PT17": PT17}
+    return {"P19": pasted("P19"), "PT17": pasted("PT17")}
 
 
 @pytest.fixture

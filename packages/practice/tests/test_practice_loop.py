@@ -129,8 +129,11 @@ def test_a_drill_miss_with_its_probes_answered(
     assert practise("start", "P19").code == 0
     attempt = home / "p19_attempt.py"
     assert "# probe 1:" in attempt.read_text() and "# shapes (name every" in attempt.read_text()
-    unmasked = P19.replace("~valid[:, None, None, :]", "torch.zeros_like(~valid[:, None, None, :])")
-    assert unmasked != P19
+    unmasked = P19 + (  # the same function over every slot: the padding is attended too
+        "\n\n_masked = decode_attention\n\n\n"
+        "def decode_attention(q, k_cache, v_cache, lengths):\n"
+        "    return _masked(q, k_cache, v_cache, torch.full_like(lengths, k_cache.shape[2]))\n"
+    )
     write_code(attempt, unmasked)
     clock.advance(minutes=20)
     missed = practise("check", "--note", "thought zero-filled padding was harmless")

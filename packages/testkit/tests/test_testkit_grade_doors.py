@@ -154,3 +154,17 @@ def test_a_candidate_error_is_one_plain_line(
     errors = [line for line in lines if "candidate error" in line]
     assert len(errors) == 1 and errors[0].startswith("candidate error: TINY_GPT_MODULE="), lines
     assert not any(line.rstrip().endswith(" !") or line.startswith("!") for line in lines)
+
+
+@pytest.mark.parametrize(
+    "option", ["--submission-timeout=nan", "--submission-timeout=inf", "--timeout=nan"]
+)
+def test_a_class_refuses_a_limit_that_is_not_finite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    from gptlab_testkit.classroom import main as grade_class
+
+    out = tmp_path / "out"
+    assert grade_class(["--submissions", str(tmp_path), "--out", str(out), option], []) == 2
+    assert "must be a finite number" in capsys.readouterr().err
+    assert not out.exists()  # nothing graded, nothing written

@@ -35,6 +35,8 @@ def _check(hidden: Tensor, lengths: Tensor) -> None:
         raise ValueError(f"lengths must have shape [{B}], got {tuple(lengths.shape)}")
     if lengths.device != hidden.device:
         raise ValueError(f"lengths is on {lengths.device}, hidden on {hidden.device}")
+    if lengths.device.type == "meta":
+        raise ValueError("lengths is a meta tensor: its values cannot be checked")
     bad = ((lengths < 1) | (lengths > T)).nonzero().flatten().tolist()
     if bad:
         row = bad[0]

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.overrides import TorchFunctionMode
 
-from gptlab_testkit import assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit import WRONG_KIND, assert_rejects, candidate, test_device
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P06_MODULE")
 
@@ -24,6 +24,7 @@ def loop_last(hidden: torch.Tensor, lengths: list[int]) -> torch.Tensor:
     return torch.stack([hidden[b, length - 1] for b, length in enumerate(lengths)])
 
 
+@pytest.mark.clause("P06.2", "P06.4")
 def test_mixed_lengths_pick_each_rows_last_valid_token():
     hidden = seeded(3, 5, 4, seed=1)
     lengths = [5, 2, 3]
@@ -34,6 +35,7 @@ def test_mixed_lengths_pick_each_rows_last_valid_token():
     assert torch.equal(got, loop_last(hidden, lengths)), "vs row-by-row oracle"
 
 
+@pytest.mark.clause("P06.4")
 def test_length_one_picks_the_first_token_not_the_last_pad():
     hidden = seeded(2, 4, 3, seed=2)
 
@@ -42,6 +44,7 @@ def test_length_one_picks_the_first_token_not_the_last_pad():
     assert torch.equal(got[1], hidden[1, 0]), "row 1 with one valid token"
 
 
+@pytest.mark.clause("P06.5")
 def test_a_row_reads_nothing_from_other_rows():
     hidden = seeded(3, 4, 2, seed=3)
     lengths = long([2, 4, 1])
@@ -53,6 +56,7 @@ def test_a_row_reads_nothing_from_other_rows():
     assert torch.equal(got[1], hidden[1, 3]), "row 1 depends on other rows"
 
 
+@pytest.mark.clause("P06.5")
 def test_padding_past_the_length_is_never_read():
     hidden = seeded(2, 6, 3, seed=4)
     lengths = [3, 5]
@@ -65,6 +69,7 @@ def test_padding_past_the_length_is_never_read():
     assert torch.equal(got, loop_last(hidden, lengths)), "padding leaked into the result"
 
 
+@pytest.mark.clause("P06.2", "P06.3", "P06.4")
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_small_batch_matches_the_loop_oracle(data):
@@ -97,6 +102,7 @@ def torch_calls(B: int) -> int:
     return counter.calls
 
 
+@pytest.mark.clause("P06.6")
 @pytest.mark.parametrize("B", [9, 40])
 def test_the_gather_does_not_loop_over_rows(B):
     # A vectorised gather makes as many torch calls for B rows as for 2.
@@ -105,6 +111,7 @@ def test_the_gather_does_not_loop_over_rows(B):
     assert large <= small, f"{small} torch calls for B=2, {large} for B={B}: a loop over rows"
 
 
+@pytest.mark.clause("P06.11")
 def test_the_result_is_a_new_tensor_and_the_inputs_are_unchanged():
     hidden, lengths = seeded(2, 3, 4, seed=5), long([3, 1])
 
@@ -114,6 +121,7 @@ def test_the_result_is_a_new_tensor_and_the_inputs_are_unchanged():
             got.fill_(7.0)
 
 
+@pytest.mark.clause("P06.3")
 def test_half_precision_keeps_its_dtype():
     hidden = seeded(2, 3, 4, seed=6, dtype=torch.float16)
 
@@ -128,12 +136,19 @@ def test_half_precision_keeps_its_dtype():
 @pytest.mark.parametrize(
     ("case", "bad_lengths"), [("zero in row 1", [3, 0, 2]), ("past T in row 1", [3, 5, 2])]
 )
+@pytest.mark.clause("P06.7")
 def test_a_length_outside_one_to_t_is_rejected(case, bad_lengths):
     hidden, lengths = seeded(3, 4, 2, seed=7), long(bad_lengths)
     with inputs_untouched(hidden=hidden, lengths=lengths):
-        assert_rejects(lambda: drill.gather_last_token(hidden, lengths), ValueError, "lengths")
+        assert_rejects(
+            lambda: drill.gather_last_token(hidden, lengths),
+            ValueError,
+            "lengths",
+            values=bad_lengths[1:2],
+        )
 
 
+@pytest.mark.clause("P06.8")
 def test_lengths_of_the_wrong_batch_size_are_rejected():
     hidden, lengths = seeded(3, 4, 2, seed=8), long([3, 2])
     with inputs_untouched(hidden=hidden, lengths=lengths):
@@ -142,7 +157,65 @@ def test_lengths_of_the_wrong_batch_size_are_rejected():
         )
 
 
+@pytest.mark.clause("P06.9")
 def test_hidden_that_is_not_three_dimensional_is_rejected():
     hidden, lengths = seeded(3, 4, seed=9), long([3, 2, 1])
     with inputs_untouched(hidden=hidden, lengths=lengths):
         assert_rejects(lambda: drill.gather_last_token(hidden, lengths), ValueError, "hidden")
+
+
+@pytest.mark.clause("P06.5")
+@pytest.mark.parametrize("pad", [float("inf"), float("-inf"), float("nan")], ids=str)
+def test_a_non_finite_pad_in_a_later_row_changes_nothing(pad):
+    hidden = seeded(3, 4, 2, seed=10)
+    lengths = [4, 2, 1]
+    poisoned = hidden.clone()
+    poisoned[1, 2:] = pad
+    poisoned[2, 1:] = pad
+
+    got = drill.gather_last_token(poisoned, long(lengths))
+
+    assert torch.equal(got, loop_last(hidden, lengths)), f"a {pad} pad leaked into the result"
+
+
+@pytest.mark.clause("P06.8")
+def test_two_dimensional_lengths_are_rejected():
+    hidden, lengths = seeded(3, 4, 2, seed=11), long([[3], [2], [1]])
+    with inputs_untouched(hidden=hidden, lengths=lengths):
+        assert_rejects(
+            lambda: drill.gather_last_token(hidden, lengths), ValueError, ("lengths", "hidden")
+        )
+
+
+@pytest.mark.clause("P06.9")
+@pytest.mark.parametrize("hidden", [None, [[[1.0]]], "hidden"], ids=repr)
+def test_hidden_that_is_not_a_tensor_is_rejected(hidden):
+    assert_rejects(lambda: drill.gather_last_token(hidden, long([1])), WRONG_KIND, "hidden")
+
+
+@pytest.mark.clause("P06.10")
+@pytest.mark.parametrize("kind", ["float32", "bool", "list"])
+def test_lengths_that_are_not_an_integer_tensor_are_rejected(kind):
+    hidden, good = seeded(2, 3, 2, seed=12), long([3, 1])
+    lengths = {"float32": good.float(), "bool": good.bool(), "list": [3, 1]}[kind]
+    with inputs_untouched(hidden=hidden):
+        assert_rejects(lambda: drill.gather_last_token(hidden, lengths), WRONG_KIND, "lengths")
+
+
+@pytest.mark.clause("P06.3")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_the_result_keeps_hiddens_dtype_and_device_with_int32_lengths(dtype):
+    hidden = seeded(3, 4, 2, seed=13, dtype=dtype)
+
+    got = drill.gather_last_token(hidden, long([1, 4, 2], torch.int32))
+
+    assert got.dtype == dtype and got.device == hidden.device, f"{got.dtype} on {got.device}"
+    assert torch.equal(got, loop_last(hidden, [1, 4, 2]))
+
+
+@pytest.mark.clause("P06.1")
+def test_hidden_and_lengths_are_positional():
+    hidden, lengths = seeded(1, 2, 2, seed=14), long([2])
+
+    assert_binds(drill.gather_last_token, hidden, lengths)
+    assert torch.equal(drill.gather_last_token(hidden, lengths), hidden[:, 1])

@@ -439,7 +439,8 @@ def test_tokens_tied_with_the_kth_largest_stay_drawable(temperature):
 def test_a_tiny_positive_temperature_draws_each_rows_maximum(dtype):
     logits = seeded(4, 9, seed=46, dtype=dtype)
 
-    got = sample_without_failing(logits, temperature=1e-30, generator=seeded_generator(47))
+    # x / 1e-45 overflows fp32 for any |x| > 1e-6: only a shifted (x - max) / T survives.
+    got = sample_without_failing(logits, temperature=1e-45, generator=seeded_generator(47))
 
     assert got == logits.float().argmax(dim=-1).tolist()
 
@@ -465,3 +466,33 @@ def test_the_global_rng_is_not_advanced():
     assert torch.equal(torch.get_rng_state(), before), "the global RNG was used"
     if before_cuda is not None:
         assert torch.equal(torch.cuda.get_rng_state(), before_cuda), "the global RNG was used"
+
+
+@pytest.mark.clause("P11.6")
+def test_top_k_zero_is_off():
+    logits = seeded(6, 11, seed=52)
+
+    got = sample_without_failing(logits, temperature=1.0, top_k=0, generator=seeded_generator(53))
+
+    want = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=seeded_generator(53))
+    assert got == want.flatten().tolist()
+
+
+@pytest.mark.clause("P11.6")
+def test_top_k_one_always_draws_each_rows_maximum():
+    logits = seeded(64, 5, seed=54)
+
+    got = sample(logits, temperature=1.0, top_k=1, generator=seeded_generator(55))
+
+    assert got == logits.argmax(dim=-1).tolist()
+
+
+@pytest.mark.clause("P11.13", "P11.14", "P11.16")
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [("top_k", 7), ("top_k", -1), ("top_p", 0.0), ("top_p", 1.5), ("top_p", -0.1)],
+    ids=str,
+)
+def test_a_bad_filter_is_rejected_also_at_temperature_zero(argument, value):
+    options = {"temperature": 0.0, argument: value}
+    rejects_before_drawing(argument, seeded(3, 6, seed=56), values=(value,), **options)

@@ -409,3 +409,17 @@ def test_meta_tensors_are_rejected(where):
         args[where] = args[where].to("meta")
     named = ("scores", "logits", "finished") if where == "scores" else where  # all on meta
     rejects(named, args["scores"], args["logits"], args["finished"], eos_token_id=1)
+
+
+@pytest.mark.clause("P12.5")
+def test_a_wide_tie_keeps_flat_index_order():
+    # 4 beams x 64 tokens all tied in row 1: an unstable sort of 256 equal candidates
+    # returns them in no particular order; the tie rule wants flat indices 0, 1, 2, 3.
+    scores = floats([[-1.0, -2.0, -3.0, -4.0], [-1.0, -1.0, -1.0, -1.0]])
+    logits = torch.zeros(2, 4, 64, device=test_device())
+    logits[0, :, ::5] = 1.0
+
+    _, tokens, parents = step(scores, logits)
+
+    assert parents[1] == [0, 0, 0, 0] and tokens[1] == [0, 1, 2, 3]
+    assert parents[0] == [0, 0, 0, 0] and tokens[0] == [0, 5, 10, 15]

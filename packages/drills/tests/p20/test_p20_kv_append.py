@@ -157,6 +157,50 @@ def test_a_one_token_write_outside_the_cache_in_row_one_is_rejected_before_any_w
     rejected(call, "positions", values=(bad,))
 
 
+def accepted(*tensors: torch.Tensor) -> None:
+    """append_kv_cache(k_cache, v_cache, k_new, v_new, positions, start=...) on a valid call:
+    a rejection here is a failed contract, not a foreign error."""
+    *five, start = tensors
+    try:
+        drill.append_kv_cache(*five, start=start)
+    except (TypeError, ValueError) as error:
+        raise AssertionError(
+            f"a valid call was rejected: {type(error).__name__}: {error}"
+        ) from error
+
+
+@pytest.mark.clause("P20.2")
+def test_no_new_tokens_write_nothing():
+    call = valid_call()
+    empty = long([[], []]).reshape(2, 0)
+    with inputs_untouched(**call):
+        accepted(
+            call["k_cache"],
+            call["v_cache"],
+            call["k_new"][:, :, :0],
+            call["v_new"][:, :, :0],
+            empty,
+            None,
+        )
+
+
+@pytest.mark.clause("P20.4", "P20.5")
+def test_decode_steps_from_a_start_fill_the_slots_from_zero():
+    B, H, S, D, T = 2, 2, 6, 3, 4
+    k_new, v_new = seeded(B, H, T, D, seed=19), seeded(B, H, T, D, seed=20)
+    prefill_k, prefill_v = zeros(B, H, S, D), zeros(B, H, S, D)
+    drill.append_kv_cache(prefill_k, prefill_v, k_new, v_new, long([[0, 1, 2, 3]] * B))
+
+    step_k, step_v = zeros(B, H, S, D), zeros(B, H, S, D)
+    start = started([7, 2])
+    for t in range(T):
+        new = (k_new[:, :, t : t + 1], v_new[:, :, t : t + 1])
+        accepted(step_k, step_v, *new, (start + t)[:, None], start)
+
+    assert torch.equal(step_k, prefill_k), "keys: steps from a start miss slots 0..T-1"
+    assert torch.equal(step_v, prefill_v), "values: steps from a start miss slots 0..T-1"
+
+
 def started(starts: list[int]) -> torch.Tensor:
     return torch.tensor(starts, dtype=torch.long, device=test_device())
 
@@ -170,9 +214,7 @@ def test_a_start_offset_moves_each_rows_positions_to_their_slots():
     want_v = checks.loop_slot_write(call["v_cache"], call["v_new"], positions - start[:, None])
 
     with inputs_untouched(start=start, positions=positions):
-        drill.append_kv_cache(
-            call["k_cache"], call["v_cache"], call["k_new"], call["v_new"], positions, start=start
-        )
+        accepted(call["k_cache"], call["v_cache"], call["k_new"], call["v_new"], positions, start)
 
     assert torch.equal(call["k_cache"], want_k), "keys: slot != position - start"
     assert torch.equal(call["v_cache"], want_v), "values: slot != position - start"

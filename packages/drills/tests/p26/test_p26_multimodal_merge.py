@@ -303,3 +303,13 @@ def test_the_reference_rejects_inputs_the_contract_leaves_undefined(case, argume
             errors,
             argument,
         )
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P26.5")
+@pytest.mark.parametrize("rows", [None, "empty"], ids=["None", "empty per request"])
+def test_a_text_only_request_of_one_comes_back_equal(rows):
+    input_ids, embeds = ids([[5, 6, 7, 8]]), seeded(1, 4, 2, seed=42, dtype=torch.float64)
+    rows = None if rows is None else [embeds.new_zeros(0, 2)]
+    got = merge(input_ids, embeds, rows)
+    assert torch.equal(got, embeds), "a text-only request changed"

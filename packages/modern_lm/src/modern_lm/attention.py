@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn import functional
 
+from .checks import ArgumentTypeError, check_features, check_size
 from .config import ModernLMConfig
 from .rotary import apply_rotary
 
@@ -15,6 +16,11 @@ def repeat_kv(x: Tensor, group_size: int) -> Tensor:
     ``repeat_interleave``, not ``repeat``: ``repeat`` would give query head h the
     key/value head h % H_kv, pairing each query head with another group's keys.
     """
+    if not isinstance(x, Tensor):
+        raise ArgumentTypeError(f"x must be a Tensor, got {type(x).__name__}")
+    if x.dim() != 4:
+        raise ValueError(f"x must be [B, H_kv, T, D], got {tuple(x.shape)}")
+    check_size("group_size", group_size)
     return x if group_size == 1 else x.repeat_interleave(group_size, dim=1)
 
 
@@ -23,6 +29,7 @@ class GroupedQueryAttention(nn.Module):
 
     def __init__(self, config: ModernLMConfig) -> None:
         super().__init__()
+        config = ModernLMConfig.checked(config)
         self.n_heads = config.num_attention_heads
         self.n_kv_heads = config.num_key_value_heads
         self.head_dim = config.head_dim
@@ -40,6 +47,9 @@ class GroupedQueryAttention(nn.Module):
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
         """x [B, T, C], (cos, sin) [B, 1, T, D] -> [B, T, C]."""
+        check_features("x", x, self.q_proj.in_features)
+        if x.dim() != 3:
+            raise ValueError(f"x must be [B, T, C], got {tuple(x.shape)}")
         B, T, _ = x.shape
         q = apply_rotary(self._heads(self.q_proj(x), self.n_heads), cos, sin)
         k = apply_rotary(self._heads(self.k_proj(x), self.n_kv_heads), cos, sin)

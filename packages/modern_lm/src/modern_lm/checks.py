@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from torch import Tensor
+
 
 class ArgumentTypeError(TypeError, ValueError):
     """A wrong kind of object for an argument; the message names the argument.
@@ -16,14 +18,16 @@ class ArgumentTypeError(TypeError, ValueError):
 _LARGEST_FLOAT32 = 3.4028234663852886e38
 # In float32 a smaller epsilon rounds to zero (rsqrt(0) of a zero row is inf), and a
 # rotary base below 1 makes frequencies so high that angles overflow to inf.
-_FLOAT_MINIMUMS = {"rms_norm_eps": 1.1754943508222875e-38, "rope_theta": 1.0}
+_SMALLEST_NORMAL_FLOAT32 = 1.1754943508222875e-38
+_FLOAT_MINIMUMS = {"rms_norm_eps": _SMALLEST_NORMAL_FLOAT32, "rope_theta": 1.0}
 
 
 def check_float(name: str, value: object) -> float:
-    """``rms_norm_eps`` or ``rope_theta``: a real number, finite in float32, above its minimum."""
+    """A real number, finite in float32, above its minimum (``rope_theta``: 1; any other
+    name, ``rms_norm_eps`` included: the smallest positive normal float32)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ArgumentTypeError(f"{name} must be a float, got {value!r}")
-    minimum = _FLOAT_MINIMUMS[name]
+    minimum = _FLOAT_MINIMUMS.get(name, _SMALLEST_NORMAL_FLOAT32)
     if (isinstance(value, float) and math.isnan(value)) or not minimum <= value <= _LARGEST_FLOAT32:
         raise ValueError(f"{name} must lie in [{minimum:.3g}, 3.4e38], got {value}")
     return float(value)
@@ -47,4 +51,29 @@ def check_probability(name: str, value: object) -> float:
     return float(value)
 
 
-__all__ = ["ArgumentTypeError", "check_float", "check_probability", "check_size"]
+def check_features(name: str, value: object, width: int) -> Tensor:
+    """A floating-point tensor of at least one dimension whose last dimension is ``width``."""
+    if not isinstance(value, Tensor):
+        raise ArgumentTypeError(f"{name} must be a Tensor, got {type(value).__name__}")
+    if not value.is_floating_point():
+        raise ArgumentTypeError(f"{name} must be a floating-point tensor, got {value.dtype}")
+    if value.dim() == 0 or value.shape[-1] != width:
+        raise ValueError(f"{name} must be [..., {width}], got {tuple(value.shape)}")
+    return value
+
+
+def check_bool(name: str, value: object) -> bool:
+    """A bool (not 0/1 or a string)."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+__all__ = [
+    "ArgumentTypeError",
+    "check_bool",
+    "check_features",
+    "check_float",
+    "check_probability",
+    "check_size",
+]

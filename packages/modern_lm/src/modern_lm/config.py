@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checks import ArgumentTypeError, check_float, check_probability, check_size
+from .checks import ArgumentTypeError, check_bool, check_float, check_probability, check_size
 
 _SIZES = (
     "vocab_size",
@@ -61,10 +61,14 @@ class ModernLMConfig:
         check_float("rope_theta", self.rope_theta)
         check_float("rms_norm_eps", self.rms_norm_eps)
         check_probability("dropout", self.dropout)
-        if not isinstance(self.tie_word_embeddings, bool):
-            raise ArgumentTypeError(
-                f"tie_word_embeddings must be a bool, got {self.tie_word_embeddings!r}"
-            )
+        check_bool("tie_word_embeddings", self.tie_word_embeddings)
+
+    @staticmethod
+    def checked(config: object) -> ModernLMConfig:
+        """``config`` itself when it is a ModernLMConfig, else TypeError naming ``config``."""
+        if not isinstance(config, ModernLMConfig):
+            raise ArgumentTypeError(f"config must be a ModernLMConfig, got {type(config).__name__}")
+        return config
 
     @property
     def kv_group_size(self) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn import functional
 
-from .checks import check_size
+from .checks import check_features, check_size
 
 
 class SwiGLU(nn.Module):
@@ -20,6 +20,7 @@ class SwiGLU(nn.Module):
         self.down_proj = nn.Linear(intermediate_size, hidden_size, bias=False)
 
     def forward(self, x: Tensor) -> Tensor:
+        check_features("x", x, self.gate_proj.in_features)
         out: Tensor = self.down_proj(functional.silu(self.gate_proj(x)) * self.up_proj(x))
         return out
 

@@ -45,6 +45,10 @@ class RotaryEmbedding(nn.Module):
 
 def rotate_half(x: Tensor) -> Tensor:
     """(x1, x2) -> (-x2, x1) over the two halves of the last dimension."""
+    if not isinstance(x, Tensor):
+        raise ArgumentTypeError(f"x must be a Tensor, got {type(x).__name__}")
+    if x.dim() == 0 or x.shape[-1] % 2 != 0:
+        raise ValueError(f"x must have an even last dimension, got {tuple(x.shape)}")
     first, second = x.chunk(2, dim=-1)
     return torch.cat((-second, first), dim=-1)
 

@@ -53,7 +53,7 @@ from tqdm import tqdm
 
 from .candidates import VARIABLES, folder_assignments
 from .checkout_guard import CheckoutGuard
-from .grading import UsageError, grade_run, parse_assignments, selection
+from .grading import UsageError, grade_run, number, parse_assignments, selection
 from .grading import parse_options as grade_options
 from .results import TestResult, records_payload, results_from
 from .suites import RUNTIME_PACKAGES, SuiteRun, side_by_side, warm_up
@@ -419,9 +419,9 @@ def _options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path(DEFAULT_OUT))
     parser.add_argument("--shard")
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--submission-timeout", type=float, default=DEFAULT_SUBMISSION_TIMEOUT_S)
+    parser.add_argument("--submission-timeout", type=number, default=DEFAULT_SUBMISSION_TIMEOUT_S)
     # Passed through to each `grade`, only when given: grade keeps the defaults.
-    parser.add_argument("--timeout", type=float)
+    parser.add_argument("--timeout", type=number)  # finite: NaN would disable the limit
     parser.add_argument("--memory-limit", type=int)
     parser.add_argument("--workers", type=int)
     parser.add_argument("--full", action="store_true")
