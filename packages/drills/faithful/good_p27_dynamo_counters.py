@@ -46,7 +46,9 @@ def compile_guard_probe(fn, inputs, *, dynamic=False, backend="inductor", atol=1
             warm.append(dt)
         ref = fn(*args)
         report.matches.append(
-            out.shape == ref.shape and bool(torch.allclose(out, ref, atol=atol, rtol=rtol))
+            out.shape == ref.shape
+            and out.dtype == ref.dtype
+            and bool(torch.allclose(out, ref, atol=atol, rtol=rtol))
         )
     report.compilations = counter.frame_count
     report.steady_seconds = (sum(warm) / len(warm)) if warm else None

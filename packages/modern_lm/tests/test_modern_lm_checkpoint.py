@@ -10,6 +10,7 @@ from gptlab_testkit import assert_close
 pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_checkpoint")]
 
 
+@pytest.mark.clause("M02.12")
 @pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
 def test_state_dict_keys_are_the_llama_checkpoint_paths(m02, tied):
     config = m02.config(tie_word_embeddings=tied)
@@ -20,6 +21,7 @@ def test_state_dict_keys_are_the_llama_checkpoint_paths(m02, tied):
     )
 
 
+@pytest.mark.clause("M02.13")
 @pytest.mark.parametrize(("heads", "kv_heads"), [(4, 4), (4, 2), (4, 1)])
 def test_state_dict_shapes_follow_the_head_counts(m02, heads, kv_heads):
     config = m02.config(num_attention_heads=heads, num_key_value_heads=kv_heads)
@@ -28,6 +30,7 @@ def test_state_dict_shapes_follow_the_head_counts(m02, heads, kv_heads):
         assert tuple(state[name].shape) == shape, name
 
 
+@pytest.mark.clause("M02.14")
 def test_a_checkpoint_loads_strictly_and_reads_back(m02):
     config = m02.config()
     state = m02.random_state(config, seed=1)
@@ -36,6 +39,7 @@ def test_a_checkpoint_loads_strictly_and_reads_back(m02):
         assert torch.equal(back[name], tensor), name
 
 
+@pytest.mark.clause("M02.14")
 def test_strict_round_trip_between_two_models_keeps_the_logits(m02):
     config = m02.config()
     source = m02.model(config, seed=2)
@@ -45,6 +49,7 @@ def test_strict_round_trip_between_two_models_keeps_the_logits(m02):
     assert_close(target(ids).logits, source(ids).logits, "logits after a round trip")
 
 
+@pytest.mark.clause("M02.15")
 def test_a_checkpoint_with_biases_does_not_load_strictly(m02):
     config = m02.config()
     state = m02.random_state(config, seed=5)

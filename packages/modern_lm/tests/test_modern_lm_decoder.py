@@ -13,6 +13,7 @@ from gptlab_testkit import assert_close, test_device
 pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_decoder")]
 
 
+@pytest.mark.clause("M02.29", "M02.30")
 def test_the_full_stack_equals_the_oracle(m02):
     config = m02.config(num_hidden_layers=3)
     state = m02.random_state(config, seed=1)
@@ -34,6 +35,7 @@ def _silu(v: float) -> float:
     return v / (1.0 + math.exp(-v))
 
 
+@pytest.mark.clause("M02.29")
 def test_a_tiny_deterministic_model_equals_its_hand_computation(m02):
     """V=3, C=2, one head, one layer, F=1. q = k = 0 (uniform attention), v = o = identity,
     gate reads channel 0, up channel 1, down writes both; head rows e0, e1, e0 + e1."""
@@ -86,6 +88,7 @@ def test_a_tiny_deterministic_model_equals_its_hand_computation(m02):
 # ---- shapes, loss, initialisation, modes, dtype ------------------------------------------
 
 
+@pytest.mark.clause("M02.23", "M02.24")
 @pytest.mark.parametrize(("batch", "length"), [(1, 1), (3, 1), (1, 13), (3, 7)])
 def test_logits_have_batch_length_vocab_shape(m02, batch, length):
     config = m02.config()
@@ -95,6 +98,7 @@ def test_logits_have_batch_length_vocab_shape(m02, batch, length):
     assert torch.isfinite(logits).all()
 
 
+@pytest.mark.clause("M02.31")
 def test_loss_is_the_shifted_cross_entropy(m02):
     config = m02.config()
     model = m02.loaded(config, m02.random_state(config, seed=1))
@@ -109,6 +113,7 @@ def test_loss_is_the_shifted_cross_entropy(m02):
     assert model(ids).loss is None
 
 
+@pytest.mark.clause("M02.31")
 def test_a_batch_with_nothing_to_score_has_a_zero_loss_that_backpropagates(m02):
     config = m02.config()
     model = m02.model(config).train()
@@ -118,6 +123,7 @@ def test_a_batch_with_nothing_to_score_has_a_zero_loss_that_backpropagates(m02):
     loss.backward()
 
 
+@pytest.mark.clause("M02.22")
 @pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
 def test_initialisation_gives_unit_norm_gains_and_a_loss_near_log_vocab(m02, tied):
     config = m02.config(tie_word_embeddings=tied, vocab_size=61)
@@ -132,12 +138,14 @@ def test_initialisation_gives_unit_norm_gains_and_a_loss_near_log_vocab(m02, tie
     assert abs(loss - math.log(config.vocab_size)) < 1.0, loss
 
 
+@pytest.mark.clause("M02.10")
 def test_equal_seeds_build_equal_models(m02):
     config = m02.config()
     first, second = m02.model(config, seed=6).state_dict(), m02.model(config, seed=6).state_dict()
     assert all(torch.equal(first[name], second[name]) for name in first)
 
 
+@pytest.mark.clause("M02.32")
 def test_eval_is_deterministic_and_dropout_free(m02):
     config = m02.config(dropout=0.5)
     state = m02.random_state(config, seed=7)
@@ -148,6 +156,7 @@ def test_eval_is_deterministic_and_dropout_free(m02):
     assert_close(first, m02.logits(config, state, ids), "eval logits with dropout 0.5")
 
 
+@pytest.mark.clause("M02.11", "M02.19")
 def test_a_float16_forward_with_large_activations_tracks_float32(m02):
     """Embeddings at magnitude ~300 (outlier-sized activations): float16 squares overflow,
     so a float16 model stays close to float32 only with float32 norm reductions."""

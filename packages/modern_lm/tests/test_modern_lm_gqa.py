@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_gqa")]
     [(4, 4, 8), (8, 2, 4), (16, 2, 4)],
     ids=["ratio-1", "ratio-4", "ratio-8"],
 )
+@pytest.mark.clause("M02.30")
 def test_grouped_attention_equals_the_repeated_kv_reference(m02, heads, kv_heads, head_dim):
     config = m02.config(
         num_attention_heads=heads,
@@ -30,6 +31,7 @@ def test_grouped_attention_equals_the_repeated_kv_reference(m02, heads, kv_heads
     assert_close(logits, expected, f"{heads} query heads over {kv_heads} kv heads")
 
 
+@pytest.mark.clause("M02.13", "M02.30")
 def test_query_projection_has_the_query_heads_and_kv_projections_the_kv_heads(m02):
     config = m02.config(num_attention_heads=8, num_key_value_heads=2, head_dim=4)
     state = m02.model(config).state_dict()

@@ -40,6 +40,7 @@ def layer_shapes(draw):
     origins=st.lists(st.integers(0, 40), min_size=3, max_size=3),
     seed=st.integers(0, 2**16),
 )
+@pytest.mark.clause("M02.18", "M02.20", "M02.27", "M02.29", "M02.30")
 def test_one_layer_equals_the_decomposed_oracle(m02, sizes, batch, length, gapped, origins, seed):
     config = m02.config(**sizes)
     state = m02.random_state(config, seed=seed)
@@ -53,6 +54,7 @@ def test_one_layer_equals_the_decomposed_oracle(m02, sizes, batch, length, gappe
     assert_close(logits, expected, f"one layer, {sizes}", atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.clause("M02.26")
 @pytest.mark.parametrize("changed", [0, 3, 6])
 def test_a_changed_token_never_changes_earlier_logits(m02, changed):
     config = m02.config()

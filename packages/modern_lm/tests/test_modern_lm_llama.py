@@ -47,6 +47,7 @@ def llama(transformers, config, seed: int):
     return model.to(test_device()).eval()
 
 
+@pytest.mark.clause("M02.33")
 @pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
 def test_logits_equal_llama_for_causal_lm(m02, transformers, tied):
     config = m02.config(tie_word_embeddings=tied)

@@ -18,6 +18,7 @@ def expected_parameter_count(config) -> int:
     return V * C + config.num_hidden_layers * per_layer + C + head
 
 
+@pytest.mark.clause("M02.16")
 @pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
 def test_parameter_count_matches_the_formula(m02, tied):
     config = m02.config(tie_word_embeddings=tied, num_hidden_layers=3)
@@ -25,6 +26,7 @@ def test_parameter_count_matches_the_formula(m02, tied):
     assert sum(p.numel() for p in model.parameters()) == expected_parameter_count(config)
 
 
+@pytest.mark.clause("M02.16")
 def test_every_parameter_gets_a_gradient(m02):
     config = m02.config()
     model = m02.loaded(config, m02.random_state(config, seed=1)).train()
@@ -35,6 +37,7 @@ def test_every_parameter_gets_a_gradient(m02):
     assert sum(p.grad.abs().sum() for p in model.parameters()) > 0
 
 
+@pytest.mark.clause("M02.17")
 def test_to_float64_moves_every_buffer_and_computes_in_float64(m02):
     config = m02.config()
     state = m02.random_state(config, seed=3)
@@ -51,6 +54,7 @@ def test_to_float64_moves_every_buffer_and_computes_in_float64(m02):
     assert_close(logits, expected, "float64 logits", atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.clause("M02.21")
 def test_a_tied_head_is_the_embedding_parameter_also_after_a_strict_load(m02):
     config = m02.config(tie_word_embeddings=True)
     model = m02.model(config)
@@ -59,6 +63,7 @@ def test_a_tied_head_is_the_embedding_parameter_also_after_a_strict_load(m02):
     assert model.lm_head.weight is model.model.embed_tokens.weight
 
 
+@pytest.mark.clause("M02.21")
 def test_tied_logits_read_the_embedding(m02):
     config = m02.config(tie_word_embeddings=True)
     state = m02.random_state(config, seed=6)

@@ -23,6 +23,7 @@ def activations(shape: tuple[int, ...], scale: float, seed: int, dtype=torch.flo
     return (torch.randn(shape, generator=generator) * scale).to(test_device(), dtype)
 
 
+@pytest.mark.clause("M02.18")
 def test_every_norm_path_computes_rms_norm_with_its_own_gain(m02):
     config = m02.config()
     state = m02.random_state(config, seed=1)
@@ -33,6 +34,7 @@ def test_every_norm_path_computes_rms_norm_with_its_own_gain(m02):
         assert_close(model.get_submodule(path)(x), expected, path)
 
 
+@pytest.mark.clause("M02.19")
 @pytest.mark.parametrize("path", ["model.layers.0.input_layernorm", "model.norm"])
 def test_float16_activations_too_large_to_square_in_float16(m02, path):
     """300^2 overflows float16 (max 65504): only a float32 reduction normalizes them."""
@@ -46,6 +48,7 @@ def test_float16_activations_too_large_to_square_in_float16(m02, path):
     assert_close(out.float(), expected.float(), path, atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.clause("M02.19")
 def test_float16_activations_too_small_to_square_in_float16(m02):
     """(1e-4)^2 underflows float16 to zero: the norm then divides by sqrt(eps) alone."""
     config = m02.config(rms_norm_eps=1e-12)
@@ -58,6 +61,7 @@ def test_float16_activations_too_small_to_square_in_float16(m02):
     assert_close(out.float(), expected.float(), "model.norm", atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.clause("M02.19")
 def test_bfloat16_in_bfloat16_out(m02):
     config = m02.config()
     state = m02.random_state(config, seed=7)

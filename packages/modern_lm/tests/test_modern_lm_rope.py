@@ -9,6 +9,7 @@ from gptlab_testkit import assert_close
 pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_rope")]
 
 
+@pytest.mark.clause("M02.27")
 def test_a_nonzero_starting_position_equals_the_oracle(m02):
     config = m02.config()
     state = m02.random_state(config, seed=1)
@@ -17,6 +18,7 @@ def test_a_nonzero_starting_position_equals_the_oracle(m02):
     assert_close(m02.loaded(config, state)(ids, positions=positions).logits, expected, "origin 9")
 
 
+@pytest.mark.clause("M02.27")
 def test_positions_with_gaps_equal_the_oracle(m02):
     config = m02.config()
     state = m02.random_state(config, seed=11)
@@ -26,6 +28,7 @@ def test_positions_with_gaps_equal_the_oracle(m02):
     assert_close(logits, expected, f"positions {positions.tolist()}")
 
 
+@pytest.mark.clause("M02.27")
 def test_rows_at_different_origins_equal_the_oracle(m02):
     config = m02.config()
     state = m02.random_state(config, seed=3)
@@ -36,6 +39,7 @@ def test_rows_at_different_origins_equal_the_oracle(m02):
     assert_close(logits, expected, "rows at origins 0, 5 (with a gap), 50")
 
 
+@pytest.mark.clause("M02.25")
 def test_default_positions_count_from_zero(m02):
     config = m02.config()
     model = m02.loaded(config, m02.random_state(config, seed=5))
@@ -44,6 +48,7 @@ def test_default_positions_count_from_zero(m02):
     assert_close(model(ids).logits, explicit, "default positions")
 
 
+@pytest.mark.clause("M02.28")
 def test_values_carry_no_position(m02):
     """With zero q and k weights attention is uniform, so the output is the mean of the
     values: the same at every origin unless the values were rotated."""
@@ -59,6 +64,7 @@ def test_values_carry_no_position(m02):
     assert_close(shifted, at_zero, "uniform attention after a shift")
 
 
+@pytest.mark.clause("M02.27")
 def test_shifting_every_position_leaves_the_logits_unchanged(m02):
     """RoPE scores depend on p - p' only."""
     config = m02.config()

@@ -10,6 +10,7 @@ from gptlab_testkit import assert_close, test_device
 pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_swiglu")]
 
 
+@pytest.mark.clause("M02.20")
 def test_every_mlp_path_computes_swiglu(m02):
     config = m02.config()
     state = m02.random_state(config, seed=1, scale=0.5)
@@ -22,6 +23,7 @@ def test_every_mlp_path_computes_swiglu(m02):
         assert_close(model.get_submodule(path)(x), expected, path)
 
 
+@pytest.mark.clause("M02.20")
 def test_silu_gates_the_up_branch_not_the_reverse(m02):
     """A strongly negative gate closes the MLP whatever the up branch says."""
     config = m02.config(intermediate_size=1)

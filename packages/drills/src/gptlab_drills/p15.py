@@ -55,10 +55,12 @@ def _check(q: Tensor, k: Tensor, positions: Tensor, theta: float) -> None:
         raise ValueError(f"k {tuple(k.shape)} must share B, T and D with q {tuple(q.shape)}")
     if not isinstance(positions, Tensor) or positions.is_floating_point() or positions.is_complex():
         raise ValueError("positions must be an integer tensor")
+    if positions.dtype == torch.bool:  # True/False are not positions
+        raise ValueError("positions must be an integer tensor, got bool")
     if positions.shape not in ((B, T), (T,)):
         raise ValueError(f"positions must be [{B}, {T}] or [{T}], got {tuple(positions.shape)}")
-    if positions.device != q.device or k.device != q.device:
-        raise ValueError("q, k and positions must share a device")
+    if positions.device != q.device or k.device != q.device or q.is_meta:
+        raise ValueError("q, k and positions must share a device (not meta)")
     if bool((positions < 0).any()):
         raise ValueError("positions must be >= 0")
     if isinstance(theta, bool) or not isinstance(theta, int | float) or not 0 < theta < math.inf:

@@ -40,8 +40,11 @@ def _check_shapes(cache: Tensor, block_table: Tensor, positions: Tensor) -> None
     for name, table in (("block_table", block_table), ("positions", positions)):
         if not isinstance(table, Tensor) or table.dim() != 2:
             raise ValueError(f"{name} must be a 2-D tensor, got {described(table)}")
-        if table.dtype not in _INTEGER:
-            raise ValueError(f"{name} must be int32 or int64, got {table.dtype}")
+        if table.dtype not in _INTEGER:  # bool included: a mask is not a table
+            raise TypeError(f"{name} must be int32 or int64, got {table.dtype}")
+    for name, tensor in (("cache", cache), ("block_table", block_table), ("positions", positions)):
+        if tensor.device.type == "meta":  # no values: nothing to look up or check
+            raise ValueError(f"{name} is a meta tensor")
     if positions.shape[0] != block_table.shape[0]:
         raise ValueError(
             f"positions has {positions.shape[0]} rows, block_table {block_table.shape[0]}"

@@ -15,6 +15,7 @@ arguments); `fn` returns one Tensor.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -76,7 +77,7 @@ def _synchronize(output: Tensor) -> None:
 
 
 def _check(
-    fn: object, inputs: object, dynamic: object, backend: object, atol: float, rtol: float
+    fn: object, inputs: object, dynamic: object, backend: object, atol: object, rtol: object
 ) -> list[tuple[Tensor, ...]]:
     """Every call as a tuple of arguments; ValueError naming what is wrong, before any call."""
     if not callable(fn):
@@ -88,13 +89,16 @@ def _check(
         args = (call,) if isinstance(call, Tensor) else call
         if not isinstance(args, list | tuple) or not all(isinstance(a, Tensor) for a in args):
             raise ValueError(f"inputs[{index}] must be a Tensor or a tuple of Tensors")
+        if any(a.is_meta for a in args):  # no values to compare
+            raise ValueError(f"inputs[{index}] holds a meta tensor")
         calls.append(tuple(args))
-    if dynamic not in (True, False, None):
+    if dynamic is not None and not isinstance(dynamic, bool):  # 1 == True, but is no bool
         raise ValueError(f"dynamic must be True, False or None, got {dynamic!r}")
     if not (isinstance(backend, str) or callable(backend)):
         raise ValueError(f"backend must be a name or a callable, got {type(backend).__name__}")
-    if not (atol >= 0 and rtol >= 0):
-        raise ValueError(f"atol and rtol must be >= 0, got {atol}, {rtol}")
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < math.inf:
+            raise ValueError(f"{name} must be a finite number >= 0, got {tol!r}")
     return calls
 
 

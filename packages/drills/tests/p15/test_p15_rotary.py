@@ -9,8 +9,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit import (
+    BAD_VALUE,
+    WRONG_KIND,
+    assert_close,
+    assert_rejects,
+    candidate,
+    shares_storage,
+    test_device,
+)
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P15_MODULE")
 
@@ -46,6 +54,7 @@ def rotate(q, k, positions, **kwargs):
     return got_q, got_k
 
 
+@pytest.mark.clause("P15.2", "P15.4", "P15.6")
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_any_small_shape_matches_the_loop_oracle(data):
@@ -71,6 +80,7 @@ def test_any_small_shape_matches_the_loop_oracle(data):
     assert_close(got_k.double(), loop_rotary(k, positions, 10000.0), "k vs loop oracle")
 
 
+@pytest.mark.clause("P15.4")
 def test_position_zero_is_the_identity():
     q, k = seeded(2, 2, 3, 8, seed=1), seeded(2, 1, 3, 8, seed=2)
 
@@ -80,6 +90,7 @@ def test_position_zero_is_the_identity():
     assert_close(got_k, k, "k at position 0")
 
 
+@pytest.mark.clause("P15.4")
 def test_each_channel_pair_keeps_its_norm():
     q, k = seeded(1, 2, 4, 8, seed=3), seeded(1, 2, 4, 8, seed=4)
 
@@ -92,6 +103,7 @@ def test_each_channel_pair_keeps_its_norm():
     assert_close(pair_norms(got_q), pair_norms(q), "norm of each (i, i + D/2) pair")
 
 
+@pytest.mark.clause("P15.4")
 def test_scores_depend_only_on_the_distance_between_positions():
     q, k = seeded(1, 1, 1, 8, seed=5), seeded(1, 1, 1, 8, seed=6)
 
@@ -104,6 +116,7 @@ def test_scores_depend_only_on_the_distance_between_positions():
     assert score(9, 4) != pytest.approx(score(9, 5), abs=1e-4)
 
 
+@pytest.mark.clause("P15.6")
 def test_prefill_equals_one_token_decode_at_the_same_positions():
     q, k = seeded(2, 4, 5, 8, seed=7), seeded(2, 2, 5, 8, seed=8)
     positions = long([[0, 1, 2, 3, 4], [7, 8, 9, 10, 11]])
@@ -116,6 +129,7 @@ def test_prefill_equals_one_token_decode_at_the_same_positions():
         assert_close(step_k, full_k[:, :, t : t + 1], f"k of token {t} alone")
 
 
+@pytest.mark.clause("P15.6")
 def test_rows_at_different_offsets_each_follow_their_own_positions():
     q, k = seeded(2, 2, 3, 6, seed=9), seeded(2, 1, 3, 6, seed=10)
     positions = long([[0, 1, 2], [40, 41, 42]])
@@ -128,6 +142,7 @@ def test_rows_at_different_offsets_each_follow_their_own_positions():
         assert_close(got_k[row : row + 1], alone_k, f"row {row} k vs alone with [T] positions")
 
 
+@pytest.mark.clause("P15.5")
 def test_theta_sets_the_frequencies():
     q, k = seeded(1, 2, 3, 8, seed=11), seeded(1, 2, 3, 8, seed=12)
     positions = long([1, 5, 30])
@@ -138,6 +153,7 @@ def test_theta_sets_the_frequencies():
     assert_close(got_k.double(), loop_rotary(k, positions, 500.0), "k with theta = 500")
 
 
+@pytest.mark.clause("P15.3", "P15.7")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_inputs_at_large_positions_use_full_precision_angles(dtype):
     # An fp16 angle p * freq near p = 3000 is off by radians; only fp32 angles stay close.
@@ -151,6 +167,7 @@ def test_half_inputs_at_large_positions_use_full_precision_angles(dtype):
         assert_close(got.double(), want, f"{dtype} {name} at ~3000", atol=3e-2, rtol=3e-2)
 
 
+@pytest.mark.clause("P15.13")
 def test_inputs_are_not_written():
     q, k, positions = seeded(2, 2, 3, 4, seed=15), seeded(2, 1, 3, 4, seed=16), long([2, 4, 6])
 
@@ -169,18 +186,21 @@ def valid_call():
     }
 
 
+@pytest.mark.clause("P15.8")
 def test_an_odd_head_dim_is_rejected():
     call = {**valid_call(), "q": seeded(2, 4, 3, 7, seed=19), "k": seeded(2, 2, 3, 7, seed=20)}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.apply_rotary(**call), ValueError, ("q", "k", "D", "dim"))
 
 
+@pytest.mark.clause("P15.9")
 def test_q_and_k_of_different_head_dims_are_rejected():
     call = {**valid_call(), "k": seeded(2, 2, 3, 6, seed=21)}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.apply_rotary(**call), ValueError, ("k", "q"))
 
 
+@pytest.mark.clause("P15.10")
 @pytest.mark.parametrize(
     "bad",
     [[[0, 1, 2], [5, -1, 7]], [[0, 1], [5, 6]], [0, 1, 2, 3]],
@@ -192,7 +212,140 @@ def test_positions_that_do_not_fit_are_rejected(bad):
         assert_rejects(lambda: drill.apply_rotary(**call), ValueError, "positions")
 
 
+@pytest.mark.clause("P15.10")
 def test_float_positions_are_rejected():
     call = {**valid_call(), "positions": valid_call()["positions"].float()}
     with inputs_untouched(**call):
         assert_rejects(lambda: drill.apply_rotary(**call), (ValueError, TypeError), "positions")
+
+
+def rejects(argument, call, errors=BAD_VALUE, values=()):
+    tensors = {k: v for k, v in call.items() if isinstance(v, torch.Tensor) and not v.is_meta}
+    with inputs_untouched(**tensors):
+        assert_rejects(lambda: drill.apply_rotary(**call), errors, argument, values=values)
+
+
+@pytest.mark.clause("P15.1")
+def test_the_signature_takes_the_documented_arguments():
+    call = valid_call()
+
+    assert_binds(drill.apply_rotary, call["q"], call["k"], call["positions"])
+    assert_binds(drill.apply_rotary, call["q"], call["k"], call["positions"], theta=500.0)
+    got_q, _ = rotate(call["q"], call["k"], call["positions"])
+    assert_close(got_q.double(), loop_rotary(call["q"], call["positions"], 10000.0), "q")
+
+
+@pytest.mark.clause("P15.2", "P15.4", "P15.5")
+def test_grouped_heads_match_the_loop_oracle_at_the_default_theta():
+    q, k = seeded(2, 4, 3, 8, seed=30), seeded(2, 2, 3, 8, seed=31)
+    positions = long([[3, 9, 27], [0, 100, 2000]])
+
+    got_q, got_k = rotate(q, k, positions)
+
+    assert_close(got_q.double(), loop_rotary(q, positions, 10000.0), "q, theta 10000")
+    assert_close(got_k.double(), loop_rotary(k, positions, 10000.0), "k, theta 10000")
+
+
+@pytest.mark.clause("P15.5")
+def test_a_small_theta_differs_from_the_default():
+    q, k = seeded(1, 1, 2, 8, seed=32), seeded(1, 1, 2, 8, seed=33)
+    positions = long([7, 11])
+
+    got_q, _ = rotate(q, k, positions, theta=100.0)
+
+    assert_close(got_q.double(), loop_rotary(q, positions, 100.0), "q with theta = 100")
+
+
+@pytest.mark.clause("P15.3", "P15.4")
+def test_float64_and_mixed_dtypes_keep_their_own_dtype():
+    q = seeded(1, 2, 3, 6, seed=34, dtype=torch.float64)
+    k = seeded(1, 1, 3, 6, seed=35, dtype=torch.float16)
+    positions = long([1, 2, 40])
+
+    got_q, got_k = rotate(q, k, positions)
+
+    assert_close(got_q, loop_rotary(q, positions, 10000.0), "fp64 q")  # fp32 inside accepted
+    want_k = loop_rotary(k, positions, 10000.0)
+    assert_close(got_k.double(), want_k, "fp16 k", atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.clause("P15.3")
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
+def test_positions_of_another_integer_dtype_are_accepted(dtype):
+    q, k = seeded(2, 2, 3, 4, seed=36), seeded(2, 1, 3, 4, seed=37)
+    positions = long([[0, 5, 9], [3, 4, 120]])
+
+    try:
+        got_q, _ = rotate(q, k, positions.to(dtype))
+    except Exception as error:  # the clause accepts it: a rejection is this test's failure
+        raise AssertionError(f"{dtype} positions were refused: {error}") from error
+
+    assert_close(got_q.double(), loop_rotary(q, positions, 10000.0), f"{dtype} positions")
+
+
+@pytest.mark.clause("P15.13")
+def test_the_outputs_are_new_tensors():
+    q, k = seeded(1, 2, 3, 4, seed=38), seeded(1, 1, 3, 4, seed=39)
+
+    got_q, got_k = rotate(q, k, long([0, 0, 0]))
+
+    for got in (got_q, got_k):
+        assert not shares_storage(got, q) and not shares_storage(got, k), "an output aliases"
+
+
+@pytest.mark.clause("P15.9")
+@pytest.mark.parametrize("which", ["k of batch 1", "k of another T", "q of another T"])
+def test_q_and_k_of_different_batch_or_length_are_rejected(which):
+    call = valid_call()
+    if which == "k of batch 1":
+        call["k"] = call["k"][:1].clone()
+    elif which == "k of another T":
+        call["k"] = call["k"][:, :, :2].clone()
+    else:
+        call["q"] = call["q"][:, :, :2].clone()
+    rejects(("q", "k", "positions"), call)
+
+
+@pytest.mark.clause("P15.9")
+@pytest.mark.parametrize("which", ["int q", "3-D k", "list q", "complex k"])
+def test_q_or_k_of_another_kind_or_rank_are_rejected(which):
+    call = valid_call()
+    if which == "int q":
+        call["q"] = call["q"].long()
+    elif which == "3-D k":
+        call["k"] = call["k"][:, 0].clone()
+    elif which == "list q":
+        call["q"] = call["q"].tolist()
+    else:
+        call["k"] = call["k"].to(torch.complex64)
+    rejects(("q", "k"), call, WRONG_KIND)
+
+
+@pytest.mark.clause("P15.10")
+@pytest.mark.parametrize("which", ["bool", "list"])
+def test_positions_of_another_kind_are_rejected(which):
+    call = valid_call()
+    call["positions"] = call["positions"] > 0 if which == "bool" else call["positions"].tolist()
+    rejects("positions", call, WRONG_KIND)
+
+
+@pytest.mark.clause("P15.11")
+@pytest.mark.parametrize("theta", [0.0, -10000.0, math.nan, math.inf], ids=repr)
+def test_a_theta_that_is_not_finite_and_positive_is_rejected(theta):
+    rejects("theta", {**valid_call(), "theta": theta}, values=(theta,))
+
+
+@pytest.mark.clause("P15.11")
+@pytest.mark.parametrize("theta", [True, "10000", None], ids=repr)
+def test_a_theta_of_another_kind_is_rejected(theta):
+    rejects("theta", {**valid_call(), "theta": theta}, WRONG_KIND)
+
+
+@pytest.mark.clause("P15.12")
+@pytest.mark.parametrize("where", ["positions", "all"])
+def test_meta_tensors_are_rejected(where):
+    call = valid_call()
+    names = ("positions",) if where == "positions" else ("q", "k", "positions")
+    for name in names:
+        call[name] = call[name].to("meta")
+    rejects(("q", "k", "positions"), call)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit.boundary import BAD_VALUE, WRONG_KIND
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P21_MODULE")
@@ -36,6 +37,7 @@ def lookup(cache, table, positions):
     return got
 
 
+@pytest.mark.clause("P21.4")
 def test_positions_crossing_a_block_edge_read_the_next_physical_block():
     cache = seeded(4, 2, 1, 3, seed=1)  # block size 2
     table = long([[2, 0, 3]])
@@ -47,6 +49,7 @@ def test_positions_crossing_a_block_edge_read_the_next_physical_block():
     assert torch.equal(got, want), "tokens across a block edge came from the wrong slots"
 
 
+@pytest.mark.clause("P21.4")
 def test_shuffled_physical_blocks_match_the_loop_gather():
     cache = seeded(6, 3, 2, 4, seed=2)
     table = long([[5, 1, 3], [0, 4, 2]])
@@ -57,6 +60,7 @@ def test_shuffled_physical_blocks_match_the_loop_gather():
     assert torch.equal(got, loop_gather(cache, table, positions)), "gather vs loop oracle"
 
 
+@pytest.mark.clause("P21.4")
 def test_rows_sharing_a_physical_block_read_the_same_tokens():
     cache = seeded(5, 2, 2, 3, seed=3)
     table = long([[4, 1], [4, 2]])  # both rows' first block is physical block 4
@@ -68,6 +72,7 @@ def test_rows_sharing_a_physical_block_read_the_same_tokens():
     assert torch.equal(got, loop_gather(cache, table, positions)), "gather vs loop oracle"
 
 
+@pytest.mark.clause("P21.4")
 def test_one_block_used_twice_in_a_row_reads_it_twice():
     cache = seeded(3, 2, 1, 2, seed=4)
     table = long([[1, 1]])
@@ -77,6 +82,7 @@ def test_one_block_used_twice_in_a_row_reads_it_twice():
     assert torch.equal(got, loop_gather(cache, table, long([[0, 2, 3, 1]])))
 
 
+@pytest.mark.clause("P21.2", "P21.4")
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_table_and_positions_match_the_loop_gather(data):
@@ -97,6 +103,7 @@ def test_any_table_and_positions_match_the_loop_gather(data):
     assert torch.equal(got, loop_gather(cache, table_t, positions_t)), "gather vs loop oracle"
 
 
+@pytest.mark.clause("P21.5")
 def test_unallocated_entries_no_position_reads_are_ignored():
     cache = seeded(3, 2, 1, 2, seed=5)
     table = long([[2, -1, -1], [0, 1, -1]])  # -1: block not allocated yet
@@ -107,6 +114,7 @@ def test_unallocated_entries_no_position_reads_are_ignored():
     assert torch.equal(got, loop_gather(cache, table, positions))
 
 
+@pytest.mark.clause("P21.10", "P21.11")
 def test_inputs_are_only_read_and_the_result_is_the_callers_own():
     cache = seeded(4, 2, 2, 3, seed=6)
     table, positions = long([[3, 1], [0, 2]]), long([[0, 3], [2, 1]])
@@ -120,6 +128,7 @@ def test_inputs_are_only_read_and_the_result_is_the_callers_own():
     assert torch.equal(cache, before), "the result shares memory with the cache"
 
 
+@pytest.mark.clause("P21.3")
 def test_half_precision_cache_returns_its_own_dtype_exactly():
     cache = seeded(3, 2, 2, 2, seed=7, dtype=torch.bfloat16)
     table, positions = long([[2, 0]]), long([[3, 0, 2]])
@@ -140,26 +149,77 @@ def valid_call() -> dict[str, torch.Tensor]:
     }
 
 
-def rejected(call: dict[str, torch.Tensor], argument: str | tuple[str, ...]) -> None:
-    with inputs_untouched(**call):
-        assert_rejects(lambda: drill.paged_lookup(*call.values()), ValueError, argument)
+def rejected(
+    call: dict[str, torch.Tensor],
+    argument: str | tuple[str, ...],
+    errors: type[BaseException] | tuple[type[BaseException], ...] = BAD_VALUE,
+    values: tuple[object, ...] = (),
+) -> None:
+    real = {name: t for name, t in call.items() if t.device.type != "meta"}
+    with inputs_untouched(**real):
+        assert_rejects(lambda: drill.paged_lookup(*call.values()), errors, argument, values=values)
 
 
+@pytest.mark.clause("P21.6")
 @pytest.mark.parametrize("entry", [-1, 4], ids=["unallocated -1", "past the pool"])
 def test_a_position_read_through_an_invalid_table_entry_is_rejected(entry):
     table = long([[0, 1], [3, entry]])  # row 1's position 2 reads its second block
     rejected({**valid_call(), "block_table": table}, ("block_table", "positions"))
 
 
+@pytest.mark.clause("P21.7")
 @pytest.mark.parametrize("bad", [4, -1], ids=["past the table's reach", "negative"])
 def test_a_position_outside_the_rows_table_is_rejected(bad):
-    rejected({**valid_call(), "positions": long([[0, 3], [1, bad]])}, "positions")
+    rejected({**valid_call(), "positions": long([[0, 3], [1, bad]])}, "positions", values=(bad,))
 
 
+@pytest.mark.clause("P21.8")
 def test_positions_for_another_batch_size_are_rejected():
     rejected({**valid_call(), "positions": long([[0, 3]])}, ("positions", "block_table"))
 
 
+@pytest.mark.clause("P21.9")
 def test_a_floating_point_block_table_is_rejected():
     table = torch.tensor([[0.0, 1.0], [3.0, 2.0]], device=test_device())
-    rejected({**valid_call(), "block_table": table}, "block_table")
+    rejected({**valid_call(), "block_table": table}, "block_table", WRONG_KIND)
+
+
+@pytest.mark.clause("P21.9")
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("positions", torch.tensor([[True, False], [False, True]])),
+        ("positions", torch.tensor([0, 3])),
+        ("cache", torch.zeros(8, 1, 3)),
+        ("block_table", torch.zeros(2, 2, dtype=torch.long, device="meta")),
+    ],
+    ids=["bool positions", "1-D positions", "3-D cache", "meta table"],
+)
+def test_the_wrong_kind_rank_or_dtype_of_tensor_is_rejected(name, value):
+    rejected(
+        {**valid_call(), name: value.to(test_device()) if name != "block_table" else value},
+        name,
+        WRONG_KIND,
+    )
+
+
+@pytest.mark.clause("P21.1", "P21.2")
+def test_no_positions_give_an_empty_result_from_a_positional_call():
+    call = valid_call()
+    try:
+        got = drill.paged_lookup(call["cache"], call["block_table"], long([[], []]).reshape(2, 0))
+    except (TypeError, ValueError) as error:  # a signature mismatch or a valid call refused
+        raise AssertionError(
+            f"paged_lookup(cache, block_table, positions [2, 0]): {error}"
+        ) from error
+    assert tuple(got.shape) == (2, 0, 1, 3), f"T = 0 gave {tuple(got.shape)}"
+
+
+@pytest.mark.clause("P21.2", "P21.3")
+def test_int32_tables_give_the_same_float32_gather():
+    call = valid_call()
+
+    got = lookup(call["cache"], call["block_table"].int(), call["positions"].int())
+
+    assert got.dtype == torch.float32, f"a float32 cache gave {got.dtype}"
+    assert torch.equal(got, loop_gather(call["cache"], call["block_table"], call["positions"]))

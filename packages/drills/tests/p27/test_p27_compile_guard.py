@@ -6,6 +6,8 @@ recompiles, but no code is generated), so the suite stays fast on CPU.
 
 from __future__ import annotations
 
+import inspect
+import math
 import time
 
 import pytest
@@ -13,12 +15,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate
+from gptlab_testkit import BAD_VALUE, WRONG_KIND, assert_rejects, candidate
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P27_MODULE")
 
-pytestmark = [pytest.mark.owner("p27"), pytest.mark.contract]
+pytestmark = [pytest.mark.owner("p27")]  # each test says contract or extension
 
 FIELDS = ("matches", "compiled", "compilations", "steady_seconds")
 
@@ -30,8 +32,11 @@ def probe(fn, inputs, **kwargs):
     read = (lambda f: report[f]) if isinstance(report, dict) else (lambda f: getattr(report, f))
     out = {field: read(field) for field in FIELDS}
     out["matches"], out["compiled"] = list(out["matches"]), list(out["compiled"])
-    assert len(out["matches"]) == len(out["compiled"]) == len(inputs)
-    assert all(isinstance(v, bool) for v in out["matches"] + out["compiled"])
+    assert len(out["matches"]) == len(out["compiled"]) == len(inputs), f"report {out}"
+    assert all(isinstance(v, bool) for v in out["matches"] + out["compiled"]), f"report {out}"
+    assert isinstance(out["compilations"], int) and not isinstance(out["compilations"], bool)
+    steady = out["steady_seconds"]
+    assert steady is None or isinstance(steady, float), f"steady_seconds {steady!r}"
     return out
 
 
@@ -39,6 +44,8 @@ def rows(*sizes: int, seed: int = 0) -> list[torch.Tensor]:
     return [seeded(n, 8, seed=seed + i) for i, n in enumerate(sizes)]
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.2", "P27.3", "P27.8")
 def test_compiled_outputs_equal_eager_for_a_pure_function():
     def pure(x):
         return torch.sin(x) * 2 + x.sum(-1, keepdim=True)
@@ -48,6 +55,8 @@ def test_compiled_outputs_equal_eager_for_a_pure_function():
     assert report["matches"] == [True, True, True]
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.4", "P27.5")
 def test_the_same_shape_reuses_the_first_compilation():
     def pure(x):
         return torch.tanh(x) - x.mean()
@@ -58,6 +67,8 @@ def test_the_same_shape_reuses_the_first_compilation():
     assert report["compilations"] == 1
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.4", "P27.5")
 def test_static_shapes_compile_once_per_new_shape_and_reuse_a_seen_one():
     def pure(x):
         return x.exp().cumsum(0)
@@ -68,6 +79,8 @@ def test_static_shapes_compile_once_per_new_shape_and_reuse_a_seen_one():
     assert report["compilations"] == 3
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.6")
 def test_dynamic_shapes_compile_one_graph_for_every_size_of_two_or_more():
     def pure(x):
         return x.relu() * x.shape[0]
@@ -78,6 +91,8 @@ def test_dynamic_shapes_compile_one_graph_for_every_size_of_two_or_more():
     assert report["matches"] == [True, True, True]
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.4")
 def test_the_count_agrees_with_an_independent_counting_backend():
     from torch._dynamo.testing import CompileCounterWithBackend
 
@@ -108,6 +123,8 @@ def off_by_one_backend(wrong_rows: int | None = None):
     return compile_graph
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.8")
 def test_a_backend_that_changes_results_is_reported_as_not_matching():
     def pure(x):
         return x * 3
@@ -117,6 +134,8 @@ def test_a_backend_that_changes_results_is_reported_as_not_matching():
     assert report["matches"] == [False, False]
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.8")
 def test_each_call_is_compared_on_its_own():
     def pure(x):
         return x - 1
@@ -126,6 +145,8 @@ def test_each_call_is_compared_on_its_own():
     assert report["matches"] == [True, False, True]
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.10")
 def test_a_second_probe_starts_from_a_clean_compile_cache():
     def pure(x):
         return x.abs() + 1
@@ -136,6 +157,8 @@ def test_a_second_probe_starts_from_a_clean_compile_cache():
     assert first["compiled"] == second["compiled"] == [True, True]
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.9")
 def test_warm_up_is_excluded_from_the_steady_state_time():
     def slow_backend(graph, example_inputs):
         time.sleep(0.45)  # a compiler this slow dominates any mean that includes it
@@ -151,6 +174,8 @@ def test_warm_up_is_excluded_from_the_steady_state_time():
     assert report["steady_seconds"] is not None and 0 <= report["steady_seconds"] < 0.075
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.9")
 def test_no_steady_state_time_when_every_call_compiled():
     def pure(x):
         return x * x
@@ -161,6 +186,8 @@ def test_no_steady_state_time_when_every_call_compiled():
     assert report["steady_seconds"] is None
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.2", "P27.14")
 def test_calls_with_several_arguments_and_inputs_left_unwritten():
     def pure(a, b):
         return a @ b.T + 1
@@ -179,6 +206,8 @@ def test_calls_with_several_arguments_and_inputs_left_unwritten():
     assert report["compiled"] == [True, False]
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.5")
 @settings(max_examples=5, deadline=None)
 @given(sizes=st.lists(st.sampled_from([2, 3, 4]), min_size=1, max_size=4))
 def test_under_static_shapes_a_call_compiles_exactly_when_its_shape_is_new(sizes):
@@ -195,11 +224,15 @@ def test_under_static_shapes_a_call_compiles_exactly_when_its_shape_is_new(sizes
 # ---- rejection, before fn is called or compiled ----
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.11")
 def test_a_function_that_is_not_callable_is_rejected():
     assert_rejects(lambda: drill.compile_guard_probe("x + 1", rows(2), backend="eager"),
-                   (ValueError, TypeError), "fn")  # fmt: skip
+                   WRONG_KIND, "fn")  # fmt: skip
 
 
+@pytest.mark.contract
+@pytest.mark.clause("P27.12")
 @pytest.mark.parametrize(
     "inputs",
     [[], [seeded(2, 8, seed=5), [[1.0, 2.0]]]],
@@ -213,5 +246,153 @@ def test_inputs_that_are_not_calls_of_tensors_are_rejected_before_fn_runs(inputs
         return x + 1
 
     assert_rejects(lambda: drill.compile_guard_probe(pure, inputs, backend="eager"),
-                   (ValueError, TypeError), "inputs")  # fmt: skip
+                   WRONG_KIND, "inputs")  # fmt: skip
     assert not ran, "fn ran before the inputs were rejected"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.1", "P27.5")
+def test_fn_and_inputs_bind_positionally_and_dynamic_defaults_to_static_shapes():
+    signature = inspect.signature(drill.compile_guard_probe)
+    try:
+        signature.bind(abs, [])
+    except TypeError as error:
+        raise AssertionError(f"compile_guard_probe{signature} cannot take (fn, inputs)") from error
+
+    def pure(x):
+        return x * 2 - 1
+
+    report = probe(pure, rows(4, 5, 7))  # no dynamic: False, one graph per new shape
+
+    assert report["compiled"] == [True, True, True]
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.7")
+def test_dynamic_none_compiles_static_first_then_one_generic_graph():
+    def pure(x):
+        return x.cos() + x.shape[0]
+
+    report = probe(pure, rows(4, 5, 7, 4), dynamic=None)
+
+    assert report["compiled"] == [True, True, False, False]
+    assert report["compilations"] == 2
+    assert report["matches"] == [True] * 4
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.7")
+def test_dynamic_none_recompiles_where_dynamic_false_reuses_nothing_new():
+    def pure(x):
+        return x.square().sum(0)
+
+    static = probe(pure, rows(3, 6, 9), dynamic=False)
+    default = probe(pure, rows(3, 6, 9), dynamic=None)
+
+    assert static["compilations"] == 3 and static["compiled"] == [True, True, True]
+    assert default["compilations"] == 2 and default["compiled"] == [True, True, False]
+
+
+def reshaping_backend(change):
+    """A backend whose graphs return every tensor output changed by `change` (values kept)."""
+
+    def compile_graph(graph, example_inputs):
+        def run(*args):
+            outputs = graph(*args)
+            return type(outputs)(change(o) if isinstance(o, torch.Tensor) else o for o in outputs)
+
+        return run
+
+    return compile_graph
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.8")
+@pytest.mark.parametrize(
+    "change",
+    [lambda o: o.unsqueeze(0), lambda o: o.double(), lambda o: o.reshape(-1)],
+    ids=["an extra leading dim (broadcasts)", "float64 for float32", "flattened"],
+)
+def test_an_output_of_another_shape_or_dtype_does_not_match(change):
+    def pure(x):
+        return x * 3 + 1
+
+    report = probe(pure, rows(4, 4), backend=reshaping_backend(change))
+
+    assert report["matches"] == [False, False]
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.8")
+def test_the_tolerances_decide_a_near_miss():
+    def pure(x):
+        return x * 2
+
+    near = reshaping_backend(lambda o: o + 1e-3)
+    loose = probe(pure, rows(4, 4), backend=near, atol=1e-2, rtol=0.0)
+    tight = probe(pure, rows(4, 4), backend=near, atol=1e-4, rtol=0.0)
+
+    assert loose["matches"] == [True, True] and tight["matches"] == [False, False]
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.10")
+def test_probing_one_function_again_and_again_gives_the_same_report():
+    # Without a reset the cache grows by two graphs per probe and, past dynamo's limit of
+    # eight, the later probes would compile nothing at all.
+    def pure(x):
+        return x.abs() * 3
+
+    reports = [probe(pure, rows(4, 5, seed=i), dynamic=False) for i in range(5)]
+
+    assert [r["compiled"] for r in reports] == [[True, True]] * 5
+    assert [r["compilations"] for r in reports] == [2] * 5
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.13")
+@pytest.mark.parametrize("dynamic", ["yes", 0.5], ids=["a string", "a float"])
+def test_a_dynamic_other_than_true_false_or_none_is_rejected_before_fn_runs(dynamic):
+    ran = []
+
+    def pure(x):
+        ran.append(1)
+        return x + 1
+
+    assert_rejects(
+        lambda: drill.compile_guard_probe(pure, rows(2), dynamic=dynamic, backend="eager"),
+        WRONG_KIND,
+        "dynamic",
+        values=(dynamic,),
+    )
+    assert not ran, "fn ran before dynamic was rejected"
+
+
+# ---- extension: the reference's doors past the contract ----
+
+
+@pytest.mark.extension
+@pytest.mark.clause("P27.15")
+@pytest.mark.parametrize(
+    ("keyword", "value", "errors"),
+    [
+        ("atol", "1e-5", WRONG_KIND),
+        ("rtol", math.nan, BAD_VALUE),
+        ("atol", -1.0, BAD_VALUE),
+        ("rtol", math.inf, BAD_VALUE),
+        ("dynamic", 1, WRONG_KIND),
+        ("inputs", [torch.empty(2, 8, device="meta")], BAD_VALUE),
+    ],
+    ids=["a string atol", "NaN rtol", "negative atol", "infinite rtol", "dynamic 1", "meta"],
+)
+def test_the_reference_rejects_what_the_contract_leaves_undefined(keyword, value, errors):
+    ran = []
+
+    def pure(x):
+        ran.append(1)
+        return x + 1
+
+    kwargs = {"backend": "eager", keyword: value}
+    inputs = kwargs.pop("inputs", rows(2))
+    assert_rejects(lambda: drill.compile_guard_probe(pure, inputs, **kwargs), errors, keyword)
+    assert not ran, f"fn ran before {keyword} was rejected"

@@ -6,18 +6,27 @@ on them instead of owning a second copy.
 """
 
 from .attention import GroupedQueryAttention, repeat_kv
-from .checks import ArgumentTypeError, check_float, check_probability, check_size
+from .checkpoint import CheckpointError, atomic_load, checkpoint_problems
+from .checks import (
+    ArgumentTypeError,
+    check_bool,
+    check_features,
+    check_float,
+    check_probability,
+    check_size,
+)
 from .config import ModernLMConfig
 from .llama import config_from_llama, llama_config_kwargs
-from .loss import IGNORE_INDEX, shifted_cross_entropy
+from .loss import IGNORE_INDEX, check_labels, shifted_cross_entropy
 from .mlp import SwiGLU
-from .model import DecoderLayer, ModernLM, ModernLMOutput, ModernModel
+from .model import DecoderLayer, ModernLM, ModernLMOutput, ModernModel, checked_positions
 from .norm import RMSNorm
 from .rotary import RotaryEmbedding, apply_rotary, rotate_half
 
 __all__ = [
     "IGNORE_INDEX",
     "ArgumentTypeError",
+    "CheckpointError",
     "DecoderLayer",
     "GroupedQueryAttention",
     "ModernLM",
@@ -28,9 +37,15 @@ __all__ = [
     "RotaryEmbedding",
     "SwiGLU",
     "apply_rotary",
+    "atomic_load",
+    "check_bool",
+    "check_features",
     "check_float",
+    "check_labels",
     "check_probability",
     "check_size",
+    "checked_positions",
+    "checkpoint_problems",
     "config_from_llama",
     "llama_config_kwargs",
     "repeat_kv",

@@ -30,7 +30,9 @@ class CheckpointError(ValueError, RuntimeError):
     """
 
 
-def checkpoint_problems(module: nn.Module, state_dict: Mapping[str, Any], strict: bool) -> list[str]:
+def checkpoint_problems(
+    module: nn.Module, state_dict: Mapping[str, Any], strict: bool
+) -> list[str]:
     """Everything that keeps ``state_dict`` from loading into ``module``, one line each."""
     expected = module.state_dict(keep_vars=True)
     problems: list[str] = []
@@ -50,7 +52,9 @@ def _tensor_problems(key: str, value: object, target: Tensor) -> list[str]:
         return [f"{key} must be a Tensor, got {type(value).__name__}"]
     if value.shape != target.shape:
         return [f"{key} has shape {tuple(value.shape)}, the model's is {tuple(target.shape)}"]
-    if value.dtype != target.dtype and not (value.is_floating_point() and target.is_floating_point()):
+    if value.dtype != target.dtype and not (
+        value.is_floating_point() and target.is_floating_point()
+    ):
         return [f"{key} has dtype {value.dtype}, the model's is {target.dtype}"]
     if value.is_meta and not target.is_meta:
         return [f"{key} is a meta tensor: it holds no values to copy"]
@@ -89,7 +93,10 @@ def atomic_load(
             f"state_dict does not fit {type(module).__name__} (nothing was loaded): "
             + "; ".join(problems)
         )
-    return nn.Module.load_state_dict(module, state_dict, strict=strict, assign=assign)
+    loaded: _IncompatibleKeys = nn.Module.load_state_dict(
+        module, state_dict, strict=strict, assign=assign
+    )
+    return loaded
 
 
 __all__ = ["CheckpointError", "atomic_load", "checkpoint_problems"]

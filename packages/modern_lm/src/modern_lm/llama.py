@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .checks import ArgumentTypeError
+from .checks import ArgumentTypeError, check_size
 from .config import ModernLMConfig
 
 
@@ -44,6 +44,10 @@ def llama_config_kwargs(config: ModernLMConfig) -> dict[str, object]:
 
 def config_from_llama(llama_config: object) -> ModernLMConfig:
     """The ``ModernLMConfig`` of a ``LlamaConfig`` (transformers 4.44+ or 5.x), or ValueError."""
+    if not hasattr(llama_config, "hidden_size"):
+        raise ArgumentTypeError(
+            f"llama_config must be a LlamaConfig, got {type(llama_config).__name__}"
+        )
     activation = getattr(llama_config, "hidden_act", None)
     if activation != "silu":
         raise ValueError(f"hidden_act {activation!r} is unsupported (SwiGLU uses silu)")
@@ -51,6 +55,7 @@ def config_from_llama(llama_config: object) -> ModernLMConfig:
         if getattr(llama_config, flag, False):
             raise ValueError(f"{flag}=True is unsupported: the projections have no biases")
     hidden, heads = _int(llama_config, "hidden_size"), _int(llama_config, "num_attention_heads")
+    check_size("num_attention_heads", heads)  # divides hidden_size when head_dim is absent
     head_dim = getattr(llama_config, "head_dim", None)
     kv_heads = getattr(llama_config, "num_key_value_heads", None)
     return ModernLMConfig(
@@ -67,7 +72,7 @@ def config_from_llama(llama_config: object) -> ModernLMConfig:
         rope_theta=_rope_theta(llama_config),
         rms_norm_eps=getattr(llama_config, "rms_norm_eps", 1e-6),
         dropout=getattr(llama_config, "attention_dropout", 0.0),
-        tie_word_embeddings=bool(getattr(llama_config, "tie_word_embeddings", False)),
+        tie_word_embeddings=getattr(llama_config, "tie_word_embeddings", False),
     )
 
 

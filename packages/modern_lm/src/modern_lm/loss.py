@@ -11,19 +11,33 @@ from .checks import ArgumentTypeError
 IGNORE_INDEX = -100
 
 
+def check_labels(labels: object, shape: tuple[int, int], vocab_size: int) -> Tensor:
+    """long ``[B, T]`` like ``input_ids``, each a token id in [0, vocab_size) or IGNORE_INDEX."""
+    if not isinstance(labels, Tensor):
+        raise ArgumentTypeError(f"labels must be a Tensor, got {type(labels).__name__}")
+    if labels.dtype != torch.long or tuple(labels.shape) != shape:
+        raise ValueError(
+            f"labels must be long {shape} like input_ids, got {labels.dtype} {tuple(labels.shape)}"
+        )
+    outside = ((labels < 0) | (labels >= vocab_size)) & (labels != IGNORE_INDEX)
+    if bool(outside.any()):  # cross_entropy would raise an IndexError
+        raise ValueError(f"labels must lie in [0, {vocab_size}) or be {IGNORE_INDEX}")
+    return labels
+
+
 def shifted_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     """Mean cross-entropy of logits[:, :-1] against labels[:, 1:], skipping -100.
 
     A sum over the scored tokens divided by their count (at least 1): a batch with
     nothing to score gives a zero still attached to the graph, not the plain mean's NaN.
     """
-    if not isinstance(labels, Tensor):
-        raise ArgumentTypeError(f"labels must be a Tensor, got {type(labels).__name__}")
-    if labels.dtype != torch.long or labels.shape != logits.shape[:2]:
+    if not isinstance(logits, Tensor):
+        raise ArgumentTypeError(f"logits must be a Tensor, got {type(logits).__name__}")
+    if not logits.is_floating_point() or logits.dim() != 3 or 0 in logits.shape:
         raise ValueError(
-            f"labels must be long {tuple(logits.shape[:2])} like input_ids, got "
-            f"{labels.dtype} {tuple(labels.shape)}"
+            f"logits must be a floating [B, T, V] tensor, got {logits.dtype} {tuple(logits.shape)}"
         )
+    check_labels(labels, (logits.shape[0], logits.shape[1]), logits.shape[2])
     shift_logits = logits[:, :-1].reshape(-1, logits.shape[-1])
     shift_labels = labels[:, 1:].reshape(-1)
     total = functional.cross_entropy(
@@ -32,4 +46,4 @@ def shifted_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     return total / (shift_labels != IGNORE_INDEX).sum().clamp(min=1)
 
 
-__all__ = ["IGNORE_INDEX", "shifted_cross_entropy"]
+__all__ = ["IGNORE_INDEX", "check_labels", "shifted_cross_entropy"]
