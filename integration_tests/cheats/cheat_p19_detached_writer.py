@@ -3,6 +3,7 @@
 import json
 import os
 import time
+from pathlib import Path
 
 import torch
 
@@ -17,7 +18,7 @@ def _targets():
     found = []
     for pid in os.listdir("/proc"):
         try:
-            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         for flag in (b"--gradescope", b"--json"):

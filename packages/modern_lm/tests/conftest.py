@@ -124,7 +124,7 @@ class M02:
 
     @staticmethod
     def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-        x32 = x.float()
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))  # float32, or float64
         normed = x32 / torch.sqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)
         return weight * normed.to(x.dtype)
 

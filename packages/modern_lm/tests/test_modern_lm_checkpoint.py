@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from gptlab_testkit import assert_close
+from gptlab_testkit.boundary import assert_rejects
 
 pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_checkpoint")]
 
@@ -49,10 +50,29 @@ def test_strict_round_trip_between_two_models_keeps_the_logits(m02):
     assert_close(target(ids).logits, source(ids).logits, "logits after a round trip")
 
 
+# torch's strict load raises RuntimeError; a ValueError is the policy's class for a bad value.
+LOAD_ERRORS = (RuntimeError, ValueError)
+
+
 @pytest.mark.clause("M02.15")
 def test_a_checkpoint_with_biases_does_not_load_strictly(m02):
     config = m02.config()
     state = m02.random_state(config, seed=5)
-    state["model.layers.0.self_attn.q_proj.bias"] = torch.zeros(config.hidden_size)
-    with pytest.raises(RuntimeError):
-        m02.model(config).load_state_dict(state, strict=True)
+    key = "model.layers.1.self_attn.q_proj.bias"
+    state[key] = torch.zeros(config.hidden_size, device=state["lm_head.weight"].device)
+    model = m02.model(config)
+    assert_rejects(lambda: model.load_state_dict(state, strict=True), LOAD_ERRORS, key)
+
+
+@pytest.mark.clause("M02.15")
+@pytest.mark.parametrize("edit", ["missing", "misshaped"])
+def test_a_checkpoint_missing_a_key_or_misshaped_does_not_load_strictly(m02, edit):
+    config = m02.config()
+    state = m02.random_state(config, seed=6)
+    key = "model.layers.1.mlp.up_proj.weight"
+    if edit == "missing":
+        del state[key]
+    else:
+        state[key] = state[key][:, :-1]
+    model = m02.model(config)
+    assert_rejects(lambda: model.load_state_dict(state, strict=True), LOAD_ERRORS, key)

@@ -98,7 +98,7 @@ def test_logits_have_batch_length_vocab_shape(m02, batch, length):
     assert torch.isfinite(logits).all()
 
 
-@pytest.mark.clause("M02.31")
+@pytest.mark.clause("M02.23", "M02.31")
 def test_loss_is_the_shifted_cross_entropy(m02):
     config = m02.config()
     model = m02.loaded(config, m02.random_state(config, seed=1))
@@ -111,6 +111,19 @@ def test_loss_is_the_shifted_cross_entropy(m02):
     )
     assert_close(out.loss, expected, "loss")
     assert model(ids).loss is None
+
+
+@pytest.mark.clause("M02.31")
+def test_one_scored_label_in_the_second_row_is_its_negative_log_likelihood(m02):
+    """Every label ignored but row 1's label 4: the loss is -log p(label 4 | tokens 0..3)."""
+    config = m02.config()
+    model = m02.loaded(config, m02.random_state(config, seed=11))
+    ids = m02.ids(2, 6, config.vocab_size, seed=12)
+    labels = torch.full_like(ids, -100)
+    labels[1, 4] = 7
+    out = model(ids, labels=labels)
+    expected = -out.logits[1, 3].log_softmax(-1)[7]
+    assert_close(out.loss, expected, "the loss of one scored label")
 
 
 @pytest.mark.clause("M02.31")

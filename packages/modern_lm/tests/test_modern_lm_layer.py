@@ -65,3 +65,36 @@ def test_a_changed_token_never_changes_earlier_logits(m02, changed):
     before, after = model(ids).logits, model(other).logits
     assert_close(after[:, :changed], before[:, :changed], f"logits before token {changed}")
     assert not after[:, changed:].allclose(before[:, changed:]), "the changed token was ignored"
+
+
+def _not_increasing(m02, kind: str):
+    if kind == "equal":
+        return m02.positions([5, 5], 7) * 0 + 5
+    if kind == "decreasing":
+        return m02.positions([0, 0], 7).flip(-1) * 3
+    return m02.gapped_positions(2, 7, seed=4).flip(-1)  # decreasing with gaps
+
+
+@pytest.mark.clause("M02.26")
+@pytest.mark.parametrize("kind", ["equal", "decreasing", "gapped"])
+def test_causality_is_by_index_whatever_the_positions(m02, kind):
+    """Token t attends to tokens 0..t by index: positions that are equal or run backwards
+    must not open the future (a mask built from positions would)."""
+    config = m02.config()
+    state = m02.random_state(config, seed=3)
+    ids, positions = m02.ids(2, 7, config.vocab_size, seed=5), _not_increasing(m02, kind)
+    expected = m02.logits(config, state, ids, positions)
+    logits = m02.loaded(config, state)(ids, positions=positions).logits
+    assert_close(logits, expected, f"logits at {kind} positions {positions.tolist()}")
+
+
+@pytest.mark.clause("M02.26")
+def test_a_changed_token_never_changes_earlier_logits_at_equal_positions(m02):
+    config = m02.config()
+    model = m02.loaded(config, m02.random_state(config, seed=6))
+    ids, positions = m02.ids(2, 7, config.vocab_size, seed=7), _not_increasing(m02, "equal")
+    other = ids.clone()
+    other[:, 4] = (other[:, 4] + 1) % config.vocab_size
+    before = model(ids, positions=positions).logits
+    after = model(other, positions=positions).logits
+    assert_close(after[:, :4], before[:, :4], "logits before the changed token 4")

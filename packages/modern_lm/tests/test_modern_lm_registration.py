@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptlab_testkit import assert_close
+from gptlab_testkit import assert_close, candidate
+
+lm = candidate("MODERN_LM_MODULE")
 
 pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_registration")]
 
@@ -52,6 +54,42 @@ def test_to_float64_moves_every_buffer_and_computes_in_float64(m02):
     assert logits.dtype == torch.float64
     # Llama computes inv_freq in float32: fp32-level agreement, not float64-exact.
     assert_close(logits, expected, "float64 logits", atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.clause("M02.11")
+def test_a_new_model_is_float32_and_so_are_its_logits(m02):
+    config = m02.config()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = lm.ModernLM(config)  # as built, before any move
+    dtypes = {name: p.dtype for name, p in model.named_parameters()}
+    assert set(dtypes.values()) == {torch.float32}, dtypes
+    ids = m02.ids(2, 3, config.vocab_size, seed=1).cpu()
+    assert model.eval()(ids).logits.dtype == torch.float32
+
+
+@pytest.mark.clause("M02.11")
+def test_bfloat16_logits_are_bfloat16(m02):
+    config = m02.config()
+    model = m02.loaded(config, m02.random_state(config, seed=2)).to(torch.bfloat16)
+    logits = model(m02.ids(2, 4, config.vocab_size, seed=3)).logits
+    assert logits.dtype == torch.bfloat16
+
+
+@pytest.mark.clause("M02.17")
+def test_float64_is_float64_inside_where_rope_is_exact(m02):
+    """At position 0 every rotation is the identity in any precision, so a float64 model
+    matches a float64 oracle to 1e-9; a norm, an attention or a projection that computes
+    in float32 inside is off by about 1e-7."""
+    config = m02.config()
+    state = {k: v.double() for k, v in m02.random_state(config, seed=8).items()}
+    model = m02.loaded(config, state).to(torch.float64)
+    ids = m02.ids(2, 7, config.vocab_size, seed=9)
+    positions = m02.positions([0, 0], 7) * 0  # every token at position 0 (causal by index)
+    expected = m02.logits(config, state, ids, positions)
+    logits = model(ids, positions=positions).logits
+    assert logits.dtype == torch.float64
+    assert_close(logits, expected, "float64 logits at position 0", atol=1e-9, rtol=1e-9)
 
 
 @pytest.mark.clause("M02.21")

@@ -116,6 +116,7 @@ def test_fail_repair_in_pt17_resume_finish_and_learn_on_a_later_day(
     again = practise("check", "--all")
     assert again.code == 0, again.out
     assert "ledger: not filled" not in again.out
+    assert "unguarded: your code ran beside the tests" in again.out  # practice is in-process
     line = next(line for line in practise("status").out.splitlines() if line.startswith("tinygpt"))
     assert "yes (attempt 2, 2026-12-02)" in line
     assert "2026-12-02 (next day)" in line  # the overdue same-day one was done today

@@ -187,3 +187,13 @@ def test_cheats_declare_what_they_try(tmp_path: Path) -> None:
     assert all(c.says and c.cheat for c in cheats)
     assert all(c.why for c in cheats if not c.enforced)
     json.dumps([c.cheat for c in cheats])  # plain strings
+
+
+def test_a_batched_cheat_is_a_submission_named_as_its_variable_expects(tmp_path: Path) -> None:
+    from gptlab_testkit.cheats import GRADESCOPE, _submission, read_cheat
+
+    folder = Path(__file__).parents[3] / "integration_tests" / "cheats"
+    cheat = read_cheat(folder / "cheat_p19_frame_oracle.py")
+    _submission(cheat.path, cheat.variable, tmp_path / "one")
+    assert [p.name for p in (tmp_path / "one").iterdir()] == ["p19.py"]
+    assert all((folder / name).exists() for name in GRADESCOPE)  # the singly graded ones

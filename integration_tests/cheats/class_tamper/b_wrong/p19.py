@@ -1,4 +1,4 @@
-"""The next student's wrong submission: it must fail every test."""
+"""The next student's wrong submission: it earns only what its values earn honestly."""
 
 import torch
 

@@ -26,6 +26,8 @@ def masked_logits(logits: Tensor, allowed: Tensor) -> Tensor:
         )
     if allowed.device != logits.device:
         raise ValueError(f"allowed is on {allowed.device}, logits on {logits.device}")
+    if allowed.device.type == "meta":
+        raise ValueError("allowed is a meta tensor: its rows cannot be checked")
     empty = (~allowed.any(dim=-1)).nonzero()
     if len(empty):
         raise ValueError(f"allowed forbids every token of row {tuple(empty[0].tolist())}")

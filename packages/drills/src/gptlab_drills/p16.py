@@ -30,6 +30,10 @@ class SwiGLU(nn.Module):
         if not isinstance(x, Tensor) or x.dim() < 1 or x.shape[-1] != self.dim:
             shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must be [..., {self.dim}], got {shape}")
+        weight = self.gate_up_proj.weight  # x must match the module's dtype and device
+        if x.dtype != weight.dtype or x.device != weight.device:
+            raise ValueError(f"x is {x.dtype} on {x.device}; the module {weight.dtype} on "
+                             f"{weight.device}")  # fmt: skip
         gate, up = self.gate_up_proj(x).chunk(2, dim=-1)  # [..., H] each
         out: Tensor = self.down_proj(F.silu(gate) * up)
         return out

@@ -33,11 +33,11 @@ def position_causal_mask(
 def _check(query_positions: Tensor, key_positions: Tensor, key_valid: Tensor) -> None:
     """Reject bad shapes, dtypes and decreasing positions before anything is built."""
     for name, tensor in (("query_positions", query_positions), ("key_positions", key_positions)):
-        if not isinstance(tensor, Tensor) or tensor.dim() != 2:
-            raise ValueError(f"{name} must be a 2-D tensor, got {described(tensor)}")
+        if not isinstance(tensor, Tensor) or tensor.dim() != 2 or tensor.is_meta:
+            raise ValueError(f"{name} must be a 2-D tensor with data, got {described(tensor)}")
         if tensor.is_floating_point() or tensor.dtype == torch.bool or tensor.is_complex():
             raise ValueError(f"{name} must hold integer positions, got {tensor.dtype}")
-    if not isinstance(key_valid, Tensor) or key_valid.dtype != torch.bool:
+    if not isinstance(key_valid, Tensor) or key_valid.dtype != torch.bool or key_valid.is_meta:
         raise ValueError(f"key_valid must be a bool tensor, got {described(key_valid)}")
     if key_valid.shape != key_positions.shape:
         raise ValueError(

@@ -112,8 +112,9 @@ def test_the_gather_does_not_loop_over_rows(B):
 
 
 @pytest.mark.clause("P06.11")
-def test_the_result_is_a_new_tensor_and_the_inputs_are_unchanged():
-    hidden, lengths = seeded(2, 3, 4, seed=5), long([3, 1])
+@pytest.mark.parametrize("values", [[3, 1], [3, 3], [1, 1]], ids=str)
+def test_the_result_is_a_new_tensor_and_the_inputs_are_unchanged(values):
+    hidden, lengths = seeded(2, 3, 4, seed=5), long(values)
 
     with inputs_untouched(hidden=hidden, lengths=lengths):
         got = drill.gather_last_token(hidden, lengths)

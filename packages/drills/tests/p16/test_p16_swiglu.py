@@ -9,8 +9,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit import (
+    BAD_VALUE,
+    WRONG_KIND,
+    assert_close,
+    assert_rejects,
+    candidate,
+    shares_storage,
+    test_device,
+)
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P16_MODULE")
 
@@ -52,6 +60,7 @@ def oracle(mlp, x):
     return loop_swiglu(x, state["gate_up_proj.weight"], state["down_proj.weight"])
 
 
+@pytest.mark.clause("P16.3")
 def test_the_parameters_are_two_bias_free_projections_of_the_stated_shapes():
     mlp = drill.SwiGLU(6, 10)
 
@@ -61,6 +70,7 @@ def test_the_parameters_are_two_bias_free_projections_of_the_stated_shapes():
     assert sum(p.numel() for p in mlp.parameters()) == 20 * 6 + 6 * 10
 
 
+@pytest.mark.clause("P16.2", "P16.5")
 @settings(max_examples=15, deadline=None)
 @given(
     leading=st.lists(st.integers(1, 3), min_size=1, max_size=3),
@@ -78,6 +88,7 @@ def test_any_leading_dims_match_the_loop_oracle(leading, dim, hidden, seed):
     assert_close(got.double(), oracle(mlp, x), "SwiGLU vs loop oracle")
 
 
+@pytest.mark.clause("P16.5")
 def test_the_first_half_of_the_fused_projection_is_the_gate():
     # Rows 0..H-1 drive the gate to -40 for this x: silu(-40) ~ 0 closes the MLP, whatever the
     # up rows hold. Read the other way round, silu(up) * -40 is far from zero.
@@ -92,6 +103,7 @@ def test_the_first_half_of_the_fused_projection_is_the_gate():
     assert_close(got.double(), oracle(mlp, x), "SwiGLU vs loop oracle")
 
 
+@pytest.mark.clause("P16.6")
 def test_the_split_is_on_the_feature_dim_so_tokens_stay_independent():
     mlp = build(4, 5, seed=3)
     x = seeded(2, 6, 4, seed=4)
@@ -104,6 +116,7 @@ def test_the_split_is_on_the_feature_dim_so_tokens_stay_independent():
             assert_close(whole[b, t], alone.reshape(4), f"token ({b}, {t}) alone vs in the batch")
 
 
+@pytest.mark.clause("P16.3", "P16.7")
 def test_a_strict_state_dict_round_trip_keeps_the_output():
     source, target = build(5, 7, seed=5), drill.SwiGLU(5, 7).to(test_device())
     x = seeded(3, 5, seed=6)
@@ -114,6 +127,7 @@ def test_a_strict_state_dict_round_trip_keeps_the_output():
     assert torch.equal(target(x), source(x))
 
 
+@pytest.mark.clause("P16.4", "P16.7")
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_a_dtype_move_reaches_every_parameter(dtype):
     mlp = build(4, 6, seed=7).to(dtype)
@@ -126,6 +140,7 @@ def test_a_dtype_move_reaches_every_parameter(dtype):
     assert_close(got.double(), oracle(mlp, x), f"{dtype} SwiGLU", **tolerance)
 
 
+@pytest.mark.clause("P16.7")
 def test_every_parameter_receives_a_gradient():
     mlp = build(4, 3, seed=9)
 
@@ -135,6 +150,7 @@ def test_every_parameter_receives_a_gradient():
         assert p.grad is not None and bool(p.grad.abs().sum() > 0), f"{name} got no gradient"
 
 
+@pytest.mark.clause("P16.8")
 def test_the_input_is_not_written():
     mlp, x = build(4, 3, seed=11), seeded(2, 4, seed=12)
 
@@ -145,15 +161,103 @@ def test_the_input_is_not_written():
 # ---- rejection: valid in every respect but one ----
 
 
+@pytest.mark.clause("P16.10")
 def test_an_input_of_the_wrong_width_is_rejected_before_any_matmul():
     mlp, x = build(4, 3, seed=13), seeded(2, 3, 5, seed=14)
 
     with inputs_untouched(x=x):
-        assert_rejects(lambda: mlp(x), ValueError, "x")
+        assert_rejects(lambda: mlp(x), BAD_VALUE, "x")
 
 
+@pytest.mark.clause("P16.9")
 @pytest.mark.parametrize(
     ("args", "argument"), [((0, 4), "dim"), ((4, 0), "hidden_dim"), ((4, -2), "hidden_dim")]
 )
 def test_non_positive_sizes_are_rejected(args, argument):
-    assert_rejects(lambda: drill.SwiGLU(*args), ValueError, argument)
+    assert_rejects(lambda: drill.SwiGLU(*args), BAD_VALUE, argument, values=(min(args),))
+
+
+@pytest.mark.clause("P16.1")
+def test_the_constructor_takes_both_sizes_positionally():
+    assert_binds(drill.SwiGLU, 4, 3)
+    mlp = drill.SwiGLU(4, 3)
+
+    assert isinstance(mlp, torch.nn.Module)
+    assert tuple(mlp.state_dict()["down_proj.weight"].shape) == (4, 3)
+
+
+@pytest.mark.clause("P16.2", "P16.5")
+@pytest.mark.parametrize("shape", [(5,), (2, 3, 1, 5)], ids=str)
+def test_no_or_many_leading_dims_match_the_loop_oracle(shape):
+    mlp = build(5, 4, seed=20)
+    x = seeded(*shape, seed=21)
+
+    got = mlp(x)
+
+    assert got.shape == x.shape
+    assert_close(got.double(), oracle(mlp, x), f"SwiGLU of {shape}")
+
+
+@pytest.mark.clause("P16.4")
+def test_an_fp32_module_returns_fp32():
+    mlp = build(4, 6, seed=22)
+
+    assert mlp(seeded(3, 4, seed=23)).dtype == torch.float32
+
+
+@pytest.mark.clause("P16.5")
+def test_the_up_half_multiplies_the_gate_unactivated():
+    # Up rows driven to -10 per unit input: silu(gate) * up is negative wherever the gate
+    # opens; silu applied to the up instead (or no silu) gives another output.
+    mlp = build(3, 2, seed=24)
+    with torch.no_grad():
+        weight = mlp.state_dict()["gate_up_proj.weight"]
+        weight[:2] = 1.0
+        weight[2:] = -10.0
+    x = torch.ones(1, 3, device=test_device())
+
+    got = mlp(x)
+
+    assert_close(got.double(), oracle(mlp, x), "SwiGLU with fixed gate and up rows")
+
+
+@pytest.mark.clause("P16.8")
+def test_the_output_is_a_new_tensor():
+    mlp, x = build(4, 4, seed=25), seeded(2, 4, seed=26)
+
+    assert not shares_storage(mlp(x), x)
+
+
+@pytest.mark.clause("P16.9")
+@pytest.mark.parametrize(
+    ("args", "argument"),
+    [((4.0, 3), "dim"), ((True, 3), "dim"), ((4, "3"), "hidden_dim"), ((4, 3.0), "hidden_dim")],
+    ids=str,
+)
+def test_sizes_of_another_kind_are_rejected(args, argument):
+    assert_rejects(lambda: drill.SwiGLU(*args), WRONG_KIND, argument)
+
+
+@pytest.mark.clause("P16.10")
+@pytest.mark.parametrize("bad", ["0-d", "list"])
+def test_an_input_that_is_not_a_token_tensor_is_rejected(bad):
+    mlp = build(4, 3, seed=27)
+    x = torch.tensor(1.0, device=test_device()) if bad == "0-d" else [[1.0] * 4]
+
+    assert_rejects(lambda: mlp(x), WRONG_KIND, "x")
+
+
+@pytest.mark.clause("P16.11")
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.int64, torch.bool])
+def test_an_input_of_another_dtype_is_rejected(dtype):
+    mlp, x = build(4, 3, seed=28), seeded(2, 4, seed=29).to(dtype)
+
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: mlp(x), WRONG_KIND, "x", values=(dtype,))
+
+
+@pytest.mark.clause("P16.12")
+def test_an_input_on_another_device_is_rejected():
+    mlp, x = build(4, 3, seed=30), torch.empty(2, 4, device="meta")
+
+    assert_rejects(lambda: mlp(x), BAD_VALUE, "x")

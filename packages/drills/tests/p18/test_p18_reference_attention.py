@@ -368,3 +368,15 @@ def test_the_output_is_new_memory_not_a_view_of_an_input():
 
     inputs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
     assert got.untyped_storage().data_ptr() not in inputs, "the output lives in an input's memory"
+
+
+@pytest.mark.clause("P18.15")
+def test_a_five_dimensional_mask_is_rejected():
+    call = valid_call()
+    mask = torch.ones(1, 2, 1, 3, 5, dtype=torch.bool)  # broadcasts to 5-D, not to the scores
+    with inputs_untouched(**call, mask=mask):
+        assert_rejects(
+            lambda: drill.reference_attention(call["q"], call["k"], call["v"], mask),
+            ValueError,
+            ("attn_mask", "mask"),
+        )

@@ -259,20 +259,24 @@ def test_a_cache_that_is_not_four_dimensional_is_rejected():
 
 @pytest.mark.clause("P19.12")
 @pytest.mark.parametrize(
-    ("name", "dtype"), [("v_cache", torch.int64), ("k_cache", torch.float64)], ids=["int", "f64"]
+    ("name", "dtype"),
+    [("v_cache", torch.int64), ("k_cache", torch.float64), ("q", torch.float64)],
+    ids=["int v_cache", "f64 k_cache", "f64 q"],
 )
 def test_a_cache_of_an_integer_or_another_dtype_is_rejected(name, dtype):
     call = valid_call()
     call[name] = call[name].to(dtype)
     with inputs_untouched(**call):
-        assert_rejects(lambda: drill.decode_attention(**call), WRONG_KIND, (name, "q"))
+        others = ("q", "k_cache") if name == "q" else (name, "q")
+    assert_rejects(lambda: drill.decode_attention(**call), WRONG_KIND, others)
 
 
 @pytest.mark.clause("P19.12")
-@pytest.mark.parametrize("name", ["lengths", "v_cache"])
+@pytest.mark.parametrize("name", ["q", "k_cache", "v_cache", "lengths"])
 def test_a_meta_tensor_is_rejected(name):
     call = valid_call()
-    call[name] = call[name].to("meta")
+    after = list(call)[list(call).index(name) :]  # `name` and every argument after it
+    call = {key: value.to("meta") if key in after else value for key, value in call.items()}
     assert_rejects(lambda: drill.decode_attention(**call), BAD_VALUE, name)
 
 
@@ -306,3 +310,17 @@ def test_the_output_is_new_memory_not_a_view_of_an_input():
 
     inputs = {t.untyped_storage().data_ptr() for t in (q, k, v)}
     assert got.untyped_storage().data_ptr() not in inputs, "the output lives in an input's memory"
+
+
+@pytest.mark.clause("P19.12")
+def test_a_query_that_is_not_four_dimensional_is_rejected():
+    call = valid_call()
+    call["q"] = call["q"][:, :, 0]
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.decode_attention(**call), WRONG_KIND, "q")
+
+
+@pytest.mark.clause("P19.8")
+def test_lengths_given_as_a_list_are_rejected():
+    call = {**valid_call(), "lengths": [5, 3]}
+    assert_rejects(lambda: drill.decode_attention(**call), WRONG_KIND, "lengths")

@@ -256,6 +256,8 @@ def test_a_start_of_another_batch_size_is_rejected():
 @pytest.mark.parametrize(
     ("name", "value"),
     [
+        ("positions", long([0, 1, 2])),
+        ("k_new", seeded(2, 2, 3 * 3, seed=21)),
         ("positions", long([[0, 1, 2], [2, 3, 4]]).float()),
         ("positions", long([[0, 1, 0], [0, 1, 1]]).bool()),
         ("start", torch.tensor([0.0, 0.0])),
@@ -263,21 +265,56 @@ def test_a_start_of_another_batch_size_is_rejected():
         ("v_cache", seeded(2, 2, 5, 3, seed=16, dtype=torch.float64)),
         ("k_cache", torch.empty(2, 2, 5, 3, device="meta")),
     ],
-    ids=["float positions", "bool positions", "float start", "list k_new", "f64 v_cache", "meta"],
+    ids=[
+        "1-D positions",
+        "3-D k_new",
+        "float positions",
+        "bool positions",
+        "float start",
+        "list k_new",
+        "f64 v_cache",
+        "meta",
+    ],
 )
 def test_the_wrong_kind_or_dtype_of_tensor_is_rejected(name, value):
     rejected({**valid_call(), name: value}, name, WRONG_KIND)
 
 
 @pytest.mark.clause("P20.10")
-@pytest.mark.parametrize("how", ["expanded view", "requires grad", "inference tensor"])
+@pytest.mark.parametrize(
+    "how", ["expanded slots", "expanded batch", "requires grad", "inference tensor"]
+)
 def test_a_value_cache_that_cannot_be_written_in_place_is_rejected_before_the_keys(how):
     call = valid_call()
-    if how == "expanded view":
+    if how == "expanded slots":
         call["v_cache"] = seeded(2, 2, 1, 3, seed=17).expand(2, 2, 5, 3)
+    elif how == "expanded batch":
+        call["v_cache"] = seeded(1, 2, 5, 3, seed=17).expand(2, 2, 5, 3)
     elif how == "requires grad":
         call["v_cache"] = call["v_cache"].requires_grad_()
     else:
         with torch.inference_mode():
             call["v_cache"] = seeded(2, 2, 5, 3, seed=18)
     rejected(call, "v_cache", BAD_VALUE)
+
+
+@pytest.mark.clause("P20.9")
+def test_a_call_of_meta_tensors_only_is_rejected():
+    call = {name: torch.empty_like(value, device="meta") for name, value in valid_call().items()}
+    rejected(call, tuple(call), WRONG_KIND)
+
+
+@pytest.mark.clause("P20.10", "P20.12")
+def test_new_keys_may_be_an_expanded_view_and_a_batch_of_one_cache_may_have_stride_zero():
+    # Only the caches are written: a broadcast k_new is fine, and so is a size-1 dim of stride 0.
+    k_cache = torch.zeros(2 * 5 * 3, device=test_device()).as_strided((1, 2, 5, 3), (0, 15, 3, 1))
+    v_cache = zeros(1, 2, 5, 3)
+    k_new = seeded(1, 1, 1, 3, seed=22).expand(1, 2, 2, 3)
+    v_new = seeded(1, 2, 2, 3, seed=23)
+    positions = long([[4, 1]])
+    want_k = checks.loop_slot_write(k_cache.clone(), k_new, positions)
+
+    with inputs_untouched(k_new=k_new, v_new=v_new, positions=positions):
+        accepted(k_cache, v_cache, k_new, v_new, positions, None)
+
+    assert torch.equal(k_cache, want_k), "keys from a broadcast k_new"

@@ -104,12 +104,16 @@ def test_any_table_and_positions_match_the_loop_gather(data):
 
 
 @pytest.mark.clause("P21.5")
-def test_unallocated_entries_no_position_reads_are_ignored():
+@pytest.mark.parametrize("entry", [-1, 3], ids=["unallocated -1", "past the pool"])
+def test_invalid_entries_no_position_reads_are_ignored(entry):
     cache = seeded(3, 2, 1, 2, seed=5)
-    table = long([[2, -1, -1], [0, 1, -1]])  # -1: block not allocated yet
+    table = long([[2, entry, entry], [0, 1, entry]])  # not allocated yet: never read here
     positions = long([[0, 1], [3, 2]])
 
-    got = lookup(cache, table, positions)
+    try:
+        got = lookup(cache, table, positions)
+    except (TypeError, ValueError) as error:
+        raise AssertionError(f"an entry no position reads was rejected: {error}") from error
 
     assert torch.equal(got, loop_gather(cache, table, positions))
 

@@ -396,3 +396,19 @@ def test_the_reference_rejects_what_the_contract_leaves_undefined(keyword, value
     inputs = kwargs.pop("inputs", rows(2))
     assert_rejects(lambda: drill.compile_guard_probe(pure, inputs, **kwargs), errors, keyword)
     assert not ran, f"fn ran before {keyword} was rejected"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.6")
+def test_dynamic_true_shares_one_graph_across_sizes_and_specialises_size_one():
+    def pure(a, b):
+        return a * b.sum()
+
+    sizes = [(3, 2), (8, 5), (2, 7), (6, 1)]
+    calls = [(seeded(n, 4, seed=n), seeded(m, 4, seed=m + 10)) for n, m in sizes]
+
+    report = probe(pure, calls, dynamic=True)
+
+    # b with one row is specialised: a second graph for the last call only.
+    assert report["compiled"] == [True, False, False, True]
+    assert report["compilations"] == 2

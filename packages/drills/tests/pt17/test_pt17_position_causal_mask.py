@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.overrides import TorchFunctionMode
 
-from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit import BAD_VALUE, WRONG_KIND, assert_rejects, candidate, test_device
 from gptlab_testkit.oracles import inputs_untouched
 
 drill = candidate("DRILL_PT17_MODULE")
 
-pytestmark = [pytest.mark.owner("pt17"), pytest.mark.contract]
+pytestmark = [pytest.mark.owner("pt17")]  # each test says contract or extension
 
 
 def long(rows: list[list[int]]) -> torch.Tensor:
@@ -44,6 +44,8 @@ def check(query_positions, key_positions, key_valid, what: str) -> None:
     assert torch.equal(got, want), f"{what}: mask differs from the loop oracle\n{got}\n{want}"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.1", "PT17.2", "PT17.4", "PT17.5")
 def test_prefill_from_position_zero_is_the_lower_triangle():
     positions = long([[0, 1, 2, 3], [0, 1, 2, 3]])
     valid = flags([[1, 1, 1, 1], [1, 1, 1, 1]])
@@ -54,6 +56,8 @@ def test_prefill_from_position_zero_is_the_lower_triangle():
     assert torch.equal(got, triangle.expand(2, 1, 4, 4)), f"prefill mask\n{got}"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.3", "PT17.4", "PT17.5")
 def test_one_token_decode_sees_every_valid_key_up_to_its_position():
     # Row 1's cache holds 3 valid keys; its slots past them are capacity (invalid).
     query = long([[5], [3]])
@@ -63,6 +67,8 @@ def test_one_token_decode_sees_every_valid_key_up_to_its_position():
     check(query, keys, valid, "one-token decode")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.4", "PT17.5")
 def test_a_chunk_after_a_cache_sees_the_cache_and_its_own_past():
     # 3 new queries at positions 4..6 over 7 keys (4 cached + the chunk): a rectangle,
     # not the top-left triangle of a 3 x 7 matrix.
@@ -73,6 +79,8 @@ def test_a_chunk_after_a_cache_sees_the_cache_and_its_own_past():
     check(query, keys, valid, "chunked decode, Tq=3, Tk=7")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.4", "PT17.5")
 def test_left_padding_is_never_attended():
     # Row 1 is left-padded by 2; its padding keys hold position 0 like its first token.
     query = long([[0, 1, 2, 3, 4], [0, 0, 0, 1, 2]])
@@ -82,6 +90,8 @@ def test_left_padding_is_never_attended():
     check(query, keys, valid, "left-padded prefill")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.4")
 def test_rows_may_start_at_different_nonzero_positions():
     query = long([[102, 103], [9, 10]])
     keys = long([[99, 100, 101, 102, 103], [7, 8, 9, 10, 0]])
@@ -90,6 +100,8 @@ def test_rows_may_start_at_different_nonzero_positions():
     check(query, keys, valid, "nonzero origins, Tq=2, Tk=5")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.5")
 def test_padding_keys_may_hold_any_position():
     # Row 1's invalid keys hold large and decreasing positions: ignored, never rejected.
     query = long([[3, 4], [3, 4]])
@@ -99,6 +111,8 @@ def test_padding_keys_may_hold_any_position():
     check(query, keys, valid, "arbitrary positions on invalid keys")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.4", "PT17.5")
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_padded_chunk_matches_the_loop_oracle(data):
@@ -132,6 +146,8 @@ class _LargestTensor(TorchFunctionMode):
         return result
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.11")
 @pytest.mark.parametrize(("Tq", "origin"), [(1, 3000), (3, 2500)])
 def test_no_square_mask_over_the_largest_position_is_built(Tq, origin):
     # Keys at positions origin..origin+3, queries the last Tq of them. A square mask
@@ -149,6 +165,8 @@ def test_no_square_mask_over_the_largest_position_is_built(Tq, origin):
     assert watch.largest <= limit, f"a tensor of {watch.largest} elements was built (limit {limit})"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.11")
 def test_inputs_are_not_written():
     query, keys = long([[2, 3], [1, 2]]), long([[0, 1, 2, 3], [0, 1, 2, 0]])
     valid = flags([[1, 1, 1, 1], [1, 1, 1, 0]])
@@ -168,31 +186,145 @@ def valid_call() -> dict[str, torch.Tensor]:
     }
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.7")
 def test_decreasing_query_positions_in_a_row_are_rejected():
     call = {**valid_call(), "query_positions": long([[3, 4], [4, 3]])}
     with inputs_untouched(**call):
-        assert_rejects(lambda: drill.position_causal_mask(**call), ValueError, "query_positions")
+        assert_rejects(lambda: drill.position_causal_mask(**call), BAD_VALUE, "query_positions")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.8")
 def test_decreasing_positions_among_valid_keys_are_rejected():
     call = {**valid_call(), "key_positions": long([[0, 1, 2, 3, 4], [0, 1, 3, 2, 4]])}
     with inputs_untouched(**call):
-        assert_rejects(lambda: drill.position_causal_mask(**call), ValueError, "key_positions")
+        assert_rejects(lambda: drill.position_causal_mask(**call), BAD_VALUE, "key_positions")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.9")
 def test_key_valid_shaped_unlike_key_positions_is_rejected():
     call = {**valid_call(), "key_valid": flags([[1, 1, 1, 1], [1, 1, 1, 1]])}
     with inputs_untouched(**call):
         assert_rejects(
-            lambda: drill.position_causal_mask(**call), ValueError, ("key_valid", "key_positions")
+            lambda: drill.position_causal_mask(**call), BAD_VALUE, ("key_valid", "key_positions")
         )
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT17.10")
 def test_query_and_key_batches_of_different_sizes_are_rejected():
     call = {**valid_call(), "query_positions": long([[3, 4], [3, 4], [3, 4]])}
     with inputs_untouched(**call):
         assert_rejects(
             lambda: drill.position_causal_mask(**call),
-            ValueError,
+            BAD_VALUE,
             ("query_positions", "key_positions"),
         )
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT17.6")
+def test_a_query_with_no_allowed_key_comes_back_all_false():
+    # Row 1: every key before query 0's position is padding; query 0 sees nothing.
+    query = long([[2, 3], [1, 4]])
+    keys = long([[0, 1, 2, 3], [0, 3, 4, 9]])
+    valid = flags([[1, 1, 1, 1], [0, 1, 1, 0]])
+
+    got = drill.position_causal_mask(query, keys, valid)
+
+    assert not bool(got[1, 0, 0].any()), f"row 1, query 0 may attend nothing, got {got[1, 0, 0]}"
+    check(query, keys, valid, "a query with no allowed key")
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT17.1")
+def test_the_arguments_bind_by_name_in_the_kits_order():
+    query, keys = long([[1, 2]]), long([[0, 1, 2]])
+    valid = flags([[1, 1, 1]])
+    by_name = drill.position_causal_mask(key_valid=valid, key_positions=keys, query_positions=query)
+    assert torch.equal(by_name, loop_mask(query, keys, valid)), "called by name"
+    mixed = drill.position_causal_mask(query, keys, key_valid=valid)
+    assert torch.equal(mixed, loop_mask(query, keys, valid)), "called by position and name"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT17.11")
+def test_the_mask_is_a_new_tensor_the_caller_may_write():
+    query, keys = long([[0]]), long([[0]])
+    valid = flags([[1]])
+    before = valid.clone()
+    got = drill.position_causal_mask(query, keys, valid)
+    got = got.clone() if got.is_inference() else got
+    got.fill_(False)
+    assert torch.equal(valid, before), "writing the mask reached key_valid"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT17.7", "PT17.8")
+@pytest.mark.parametrize(
+    ("argument", "rows"),
+    [("query_positions", [[3, 4], [4, 4]]), ("key_positions", [[0, 1, 2, 3, 4], [0, 1, 2, 2, 4]])],
+    ids=["equal query positions", "equal valid key positions"],
+)
+def test_equal_neighbouring_positions_are_accepted(argument, rows):
+    call = {**valid_call(), argument: long(rows)}
+    try:
+        drill.position_causal_mask(**call)
+    except ValueError as error:
+        raise AssertionError(f"equal neighbouring {argument} were rejected: {error}") from error
+    check(call["query_positions"], call["key_positions"], call["key_valid"], "equal positions")
+
+
+# ---- extension: the reference's doors past the contract ----
+
+
+@pytest.mark.extension
+@pytest.mark.clause("PT17.12")
+@pytest.mark.parametrize(
+    ("argument", "bad", "errors"),
+    [
+        ("query_positions", lambda c: c["query_positions"].double(), WRONG_KIND),
+        ("key_positions", lambda c: c["key_positions"].bool(), WRONG_KIND),
+        ("key_valid", lambda c: c["key_valid"].long(), WRONG_KIND),
+        ("query_positions", lambda c: c["query_positions"][0], BAD_VALUE),
+        ("key_positions", lambda c: torch.empty(2, 5, dtype=torch.long, device="meta"), BAD_VALUE),
+        ("key_valid", lambda c: torch.empty(2, 5, dtype=torch.bool, device="meta"), BAD_VALUE),
+        ("query_positions", lambda c: [[3, 4], [3, 4]], WRONG_KIND),
+    ],
+    ids=["float queries", "bool keys", "0/1 key_valid", "1-D queries", "meta keys",
+         "meta key_valid", "a list"],
+)  # fmt: skip
+def test_the_reference_rejects_inputs_the_contract_leaves_undefined(argument, bad, errors):
+    call = valid_call()
+    call[argument] = bad(call)
+    kept = {n: t for n, t in call.items() if isinstance(t, torch.Tensor) and not t.is_meta}
+    with inputs_untouched(**kept):
+        assert_rejects(lambda: drill.position_causal_mask(**call), errors, argument)
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT17.6")
+def test_a_query_before_every_key_sees_nothing():
+    query = long([[5], [0]])
+    keys = long([[3, 4, 5], [1, 2, 3]])  # row 1: every key comes after the query
+    valid = flags([[1, 1, 1], [1, 1, 1]])
+
+    got = drill.position_causal_mask(query, keys, valid)
+
+    assert not bool(got[1].any()), f"row 1's query precedes every key, got {got[1]}"
+    check(query, keys, valid, "a query before every key")
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT17.7")
+def test_a_decrease_after_a_rise_in_the_second_row_is_rejected():
+    # Row 1 goes 2, 5, 4: every position is above the row's first, but 4 follows 5.
+    call = {
+        "query_positions": long([[3, 4, 5], [2, 5, 4]]),
+        "key_positions": long([[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]]),
+        "key_valid": flags([[1] * 6, [1] * 6]),
+    }
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.position_causal_mask(**call), BAD_VALUE, "query_positions")

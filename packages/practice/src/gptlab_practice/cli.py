@@ -553,6 +553,10 @@ class Practice:
                 " stage's budget running out"
             )
         self.say(f"  graded in {wall_s:.1f} s")
+        self.say(  # practice runs the attempt in-process for speed: nothing guards the score
+            "  unguarded: your code ran beside the tests (fast, for practice);"
+            " only `grade` judges it out of its reach"
+        )
         text = Path(attempt.file).read_text(encoding="utf-8", errors="replace")
         if not ledger_filled(text):
             self.say("  ledger: not filled (shapes, aliasing, stability, costs: learned needs it)")

@@ -1,18 +1,27 @@
-"""`python -m gptlab_testkit.cheats DIR`: hostile submissions must earn no credit.
+"""`python -m gptlab_testkit.cheats DIR [--all]`: hostile submissions must earn no credit.
 
-Each `cheat_*.py` of DIR is graded as a learner's file is, by `python -m
-gptlab_testkit.grade VARIABLE=FILE --json J --gradescope G` in a fresh process from the
-repository root: the scorecard and exit status, grade's JSON and the Gradescope
-`results.json`. A cheat holds when no more than its `EARNED` tests (default 0) passed
-in the JSON and in Gradescope's score, and grade's verdict contains its `SAYS`
-phrase (what happened). `LATE_S`: the files are read again that many seconds after
-grade exits (a detached writer must have been ended). Each `class_*` folder is a class
-run (`grade --submissions`) from a copy of the drills' suites: every submission must
-earn nothing, and one that changed the graded checkout is named.
+By default (`nox -s known_bad`: it must stay cheap) every enforced `cheat_*.py` of DIR,
+its honest twins and the `class_*` folders are graded in ONE class run (`grade
+--submissions`, each submission forked from one warm grade process) from a copy of the
+drills' suites in a scratch folder (never the working tree: a class run puts back any
+change to its checkout, another engineer's edit included); the cheats named in
+`GRADESCOPE` (those that attack grade's own files: the report, `results.json`) are also
+graded singly through grade's Gradescope path. `--all`: every cheat singly, as below.
 
-`ENFORCED = False` (with `WHY`) marks a cheat the grader cannot stop yet: it is run and
-reported, and does not fail this command. Exit status 1 when an enforced cheat got
-credit or a verdict without its phrase.
+Singly, a cheat is graded as a learner's file is, by `python -m gptlab_testkit.grade
+VARIABLE=FILE --json J --gradescope G` in a fresh process from the repository root: the
+scorecard and exit status, grade's JSON and the Gradescope `results.json`. A cheat holds
+when no more than its `EARNED` tests (default 0; or an honest twin's file: what the same
+values earn) passed, in the JSON and in Gradescope's score (in a class run: its row),
+the verdict is a failure, and what grade said contains its `SAYS` phrase (what
+happened). `LATE_S`: the files are read again that many seconds after grade exits (a
+detached writer must have been ended). In each `class_*` folder no submission may earn
+more than `CLASS_TWIN` earns (one plants a force-pass hook for the next), a submission
+that changed the graded checkout is named, and the copy's tests are as they were.
+
+`ENFORCED = False` (with `WHY`) marks a cheat the grader cannot stop yet: it is listed
+with its reason (and graded only with `--all`), and never fails this command. Exit
+status 1 when an enforced cheat got credit or a verdict without its phrase.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -147,29 +157,153 @@ def grade_class_cheat(folder: Path, root: Path) -> tuple[bool, str]:
             return False, "no class.json"
         passed = {r["name"]: sum(t["outcome"] == "passed" for t in r["tests"]) for r in rows}
         named = [r["name"] for r in rows if "changed the graded checkout" in r.get("note", "")]
-        held = not any(passed.values()) and bool(named) and before == after
-        return held, f"passed per submission {passed}; named as tampering: {named}"
+        allowed = earned(Cheat(folder.parent / "_", "DRILL_P19_MODULE", "", "", CLASS_TWIN), root)
+        held = bool(passed) and max(passed.values()) <= allowed and before == after
+        return held, (
+            f"passed per submission {passed} (honest values earn {allowed}); named as "
+            f"changing the graded checkout: {named or 'none (no change landed)'}"
+        )
+
+
+# What a class_* folder's submissions return: they may earn what this honest file earns.
+CLASS_TWIN = "_honest_p19_zeros.py"
+# Cheats that attack grade's own output files: graded singly through the Gradescope path.
+GRADESCOPE = ("cheat_p19_detached_writer.py", "cheat_p19_rewrites_report.py")
+
+
+def _mirror(root: Path, scratch: Path) -> Path:
+    """A copy of what a drill class run reads from its checkout (the drills' suites)."""
+    mirror = scratch / "checkout"
+    (mirror / "packages" / "drills").mkdir(parents=True)
+    shutil.copy(root / "pyproject.toml", mirror / "pyproject.toml")
+    shutil.copytree(root / "packages" / "drills" / "tests", mirror / "packages/drills/tests",
+                    ignore=shutil.ignore_patterns("__pycache__", ".*"))  # fmt: skip
+    return mirror
+
+
+def _snapshot(mirror: Path) -> dict[str, bytes]:
+    tests = mirror / "packages" / "drills" / "tests"
+    return {str(p.relative_to(tests)): p.read_bytes() for p in tests.rglob("*.py")}
+
+
+def _submission(file: Path, variable: str, folder: Path) -> None:
+    from .candidates import VARIABLES
+
+    folder.mkdir()
+    shutil.copy(file, folder / f"{VARIABLES[variable].stems[0]}.py")
+
+
+def _row_said(row: dict[str, Any], out: Path) -> str:
+    log = out / "logs" / f"{row['name']}.log"
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    tests = row.get("tests") or []
+    reasons = [str(t.get("reason", "")) for t in tests if isinstance(t, dict)]
+    return "\n".join([text, str(row.get("note", "")), str(row.get("verdict", "")), *reasons])
+
+
+def batch(cheats: list[Cheat], classes: list[Path], root: Path) -> list[tuple[str, bool, str]]:
+    """Every cheat, twin and class folder in one class run: (name, held, line) each."""
+    twins = {c.path.parent / c.earned: c.variable for c in cheats if isinstance(c.earned, str)}
+    if classes:
+        twins.setdefault(classes[0].parent / CLASS_TWIN, "DRILL_P19_MODULE")
+    with tempfile.TemporaryDirectory(prefix="gptlab-cheats-") as scratch_name:
+        scratch = Path(scratch_name)
+        mirror, submissions, out = _mirror(root, scratch), scratch / "submissions", scratch / "out"
+        submissions.mkdir()
+        for twin, variable in twins.items():
+            _submission(twin, variable, submissions / f"twin_{twin.stem}")
+        for cheat in cheats:
+            _submission(cheat.path, cheat.variable, submissions / cheat.path.stem)
+        tamperers = {}
+        for folder in classes:  # its submissions in their own order, after the cheats
+            for member in sorted(p for p in folder.iterdir() if p.is_dir()):
+                name = f"{folder.name}.{member.name}"
+                shutil.copytree(member, submissions / name)
+                tamperers[name] = folder.name
+        before = _snapshot(mirror)
+        command = [sys.executable, "-m", "gptlab_testkit.grade", "--submissions",
+                   str(submissions), "--out", str(out), "--timeout", "30"]  # fmt: skip
+        done = subprocess.run(command, cwd=mirror, capture_output=True, text=True, check=False)
+        try:
+            payload = json.loads((out / "class.json").read_text(encoding="utf-8"))
+            rows = {str(r["name"]): r for r in payload["submissions"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            tail = (done.stdout + done.stderr)[-600:]
+            return [
+                ("class run", False, f"no readable class.json (exit {done.returncode}): {tail}")
+            ]
+        untouched = _snapshot(mirror) == before
+        passes = {n: sum(t.get("outcome") == "passed" for t in r["tests"]) for n, r in rows.items()}
+        for twin in twins:
+            _TWINS[twin] = passes.get(f"twin_{twin.stem}", 0)
+        found = [_batch_cheat(cheat, rows.get(cheat.path.stem), out, root) for cheat in cheats]
+        allowed = passes.get(f"twin_{Path(CLASS_TWIN).stem}", 0)
+        for folder in classes:
+            members = {n: r for n, r in rows.items() if tamperers.get(n) == folder.name}
+            named = [n for n, r in members.items() if "changed the graded checkout" in r["note"]]
+            got = {n: passes[n] for n in members}
+            held = bool(members) and max(got.values()) <= allowed and untouched
+            line = (
+                f"passed per submission {got} (honest values earn {allowed}); named as "
+                f"changing the graded checkout: {named or 'none (no change landed)'}"
+            )
+            found.append((folder.name, held, line + ("" if untouched else "; TESTS CHANGED")))
+        return found
+
+
+def _batch_cheat(
+    cheat: Cheat, row: dict[str, Any] | None, out: Path, root: Path
+) -> tuple[str, bool, str]:
+    if row is None:
+        return cheat.path.name, False, "no row in the class run"
+    allowed = earned(cheat, root)
+    tests = row.get("tests") or []
+    passed = sum(t.get("outcome") == "passed" for t in tests if isinstance(t, dict))
+    said = cheat.says in _row_said(row, out)
+    held = passed <= allowed and said and row.get("verdict") != "pass"
+    line = (
+        f"class run: {row.get('verdict')}, {passed} passed (honest values earn {allowed}), "
+        f"verdict {'says' if said else 'LACKS'} {cheat.says!r}"
+    )
+    return cheat.path.name, held, line
+
+
+def _report(name: str, cheat: Cheat | None, held: bool, line: str) -> int:
+    enforced = cheat is None or cheat.enforced
+    mark = "held" if held else ("NOT STOPPED" if enforced else "not stopped yet")
+    print(f"{mark:16} {name}: {cheat.cheat + ': ' if cheat else ''}{line}", flush=True)
+    if cheat is not None and not cheat.enforced:
+        print(f"{'':16} (not enforced: {cheat.why})")
+    return int(not held and enforced)
 
 
 def main(argv: list[str]) -> int:
     if not argv or {"-h", "--help"} & set(argv):
         print(__doc__)
         return 0 if argv else 2
+    every = "--all" in argv
     root = Path.cwd()
     failures = 0
-    for folder in map(Path, argv):
-        for path in sorted(folder.glob("cheat_*.py")):
-            cheat = read_cheat(path)
-            held, line = grade_cheat(cheat, root)
-            mark = "held" if held else ("NOT STOPPED" if cheat.enforced else "not stopped yet")
-            print(f"{mark:16} {path.name}: {cheat.cheat}: {line}", flush=True)
+    for folder in (Path(a) for a in argv if a != "--all"):
+        cheats = [read_cheat(path) for path in sorted(folder.glob("cheat_*.py"))]
+        classes = [p.resolve() for p in sorted(folder.glob("class_*"))]
+        if every:
+            for cheat in cheats:
+                failures += _report(cheat.path.name, cheat, *grade_cheat(cheat, root))
+            for path in classes:
+                failures += _report(path.name, None, *grade_class_cheat(path, root))
+            continue
+        enforced = [cheat for cheat in cheats if cheat.enforced]
+        by_name = {cheat.path.name: cheat for cheat in cheats}
+        for name, held, line in batch(enforced, classes, root):
+            failures += _report(name, by_name.get(name), held, line)
+        for cheat in enforced:
+            if cheat.path.name in GRADESCOPE:
+                failures += _report(cheat.path.name, cheat, *grade_cheat(cheat, root))
+        for cheat in cheats:
             if not cheat.enforced:
-                print(f"{'':16} (not enforced: {cheat.why})")
-            failures += not held and cheat.enforced
-        for path in sorted(folder.glob("class_*")):
-            held, line = grade_class_cheat(path.resolve(), root)
-            print(f"{'held' if held else 'NOT STOPPED':16} {path.name}: {line}", flush=True)
-            failures += not held
+                print(f"{'not enforced':16} {cheat.path.name}: {cheat.cheat} ({cheat.why};"
+                      " graded with --all)")  # fmt: skip
     return 1 if failures else 0
 
 

@@ -1,0 +1,13 @@
+"""The config dataclass is not frozen: a field can be reassigned."""
+
+from __future__ import annotations
+
+from gptlab_testkit.mutants import export_with, mutated_module
+
+VARIABLE = "MODERN_LM_MODULE"
+EXPECTED_OWNER = "modern_config"
+CLAUSE = "M02.2"
+
+config = mutated_module("modern_lm.config", [("@dataclass(frozen=True)", "@dataclass")])
+model = mutated_module("modern_lm.model", rebind={"ModernLMConfig": config.ModernLMConfig})
+globals().update(export_with("modern_lm", model, ModernLMConfig=config.ModernLMConfig))

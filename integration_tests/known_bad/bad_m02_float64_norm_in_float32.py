@@ -1,0 +1,16 @@
+"""RMSNorm always reduces in float32: a float64 model is float32 inside its norms."""
+
+from __future__ import annotations
+
+from gptlab_testkit.mutants import export_with, mutated_module
+
+VARIABLE = "MODERN_LM_MODULE"
+EXPECTED_OWNER = "modern_registration"
+CLAUSE = "M02.17"
+
+norm = mutated_module(
+    "modern_lm.norm",
+    [("x32 = x.to(torch.promote_types(x.dtype, torch.float32))", "x32 = x.float()")],
+)
+model = mutated_module("modern_lm.model", rebind={"RMSNorm": norm.RMSNorm})
+globals().update(export_with("modern_lm", model))

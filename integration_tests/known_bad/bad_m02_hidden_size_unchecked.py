@@ -1,0 +1,16 @@
+"""hidden_size is never compared with num_attention_heads * head_dim."""
+
+from __future__ import annotations
+
+from gptlab_testkit.mutants import export_with, mutated_module
+
+VARIABLE = "MODERN_LM_MODULE"
+EXPECTED_OWNER = "modern_config"
+CLAUSE = "M02.5"
+
+config = mutated_module(
+    "modern_lm.config",
+    [("if self.hidden_size != self.num_attention_heads * self.head_dim:", "if False:")],
+)
+model = mutated_module("modern_lm.model", rebind={"ModernLMConfig": config.ModernLMConfig})
+globals().update(export_with("modern_lm", model, ModernLMConfig=config.ModernLMConfig))
