@@ -11,5 +11,12 @@ CLAUSE = "M02.1"
 config = mutated_module(
     "modern_lm.config", [("rope_theta: float = 10000.0", "rope_theta: float = 500.0")]
 )
-model = mutated_module("modern_lm.model", rebind={"ModernLMConfig": config.ModernLMConfig})
+attention = mutated_module("modern_lm.attention", rebind={"ModernLMConfig": config.ModernLMConfig})
+model = mutated_module(
+    "modern_lm.model",
+    rebind={
+        "ModernLMConfig": config.ModernLMConfig,
+        "GroupedQueryAttention": attention.GroupedQueryAttention,
+    },
+)
 globals().update(export_with("modern_lm", model, ModernLMConfig=config.ModernLMConfig))

@@ -12,5 +12,12 @@ config = mutated_module(
     "modern_lm.config",
     [("if self.num_attention_heads % self.num_key_value_heads != 0:", "if False:")],
 )
-model = mutated_module("modern_lm.model", rebind={"ModernLMConfig": config.ModernLMConfig})
+attention = mutated_module("modern_lm.attention", rebind={"ModernLMConfig": config.ModernLMConfig})
+model = mutated_module(
+    "modern_lm.model",
+    rebind={
+        "ModernLMConfig": config.ModernLMConfig,
+        "GroupedQueryAttention": attention.GroupedQueryAttention,
+    },
+)
 globals().update(export_with("modern_lm", model, ModernLMConfig=config.ModernLMConfig))

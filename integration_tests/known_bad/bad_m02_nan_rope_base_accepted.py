@@ -25,5 +25,12 @@ config = mutated_module(
         "check_probability": checks.check_probability,
     },
 )
-model = mutated_module("modern_lm.model", rebind={"ModernLMConfig": config.ModernLMConfig})
+attention = mutated_module("modern_lm.attention", rebind={"ModernLMConfig": config.ModernLMConfig})
+model = mutated_module(
+    "modern_lm.model",
+    rebind={
+        "ModernLMConfig": config.ModernLMConfig,
+        "GroupedQueryAttention": attention.GroupedQueryAttention,
+    },
+)
 globals().update(export_with("modern_lm", model, ModernLMConfig=config.ModernLMConfig))

@@ -9,5 +9,12 @@ EXPECTED_OWNER = "modern_config"
 CLAUSE = "M02.7"
 
 config = mutated_module("modern_lm.config", [("if self.head_dim % 2 != 0:", "if False:")])
-model = mutated_module("modern_lm.model", rebind={"ModernLMConfig": config.ModernLMConfig})
+attention = mutated_module("modern_lm.attention", rebind={"ModernLMConfig": config.ModernLMConfig})
+model = mutated_module(
+    "modern_lm.model",
+    rebind={
+        "ModernLMConfig": config.ModernLMConfig,
+        "GroupedQueryAttention": attention.GroupedQueryAttention,
+    },
+)
 globals().update(export_with("modern_lm", model, ModernLMConfig=config.ModernLMConfig))

@@ -36,7 +36,9 @@ def sample_next_token(logits, *, temperature, top_k=None, top_p=None, generator)
         raise ValueError(f"logits {tuple(logits.shape)} has no row or no token")
     _reject_kinds(temperature, top_k, top_p, generator)
     if generator.device != logits.device:
-        raise ValueError(f"generator on {generator.device} cannot draw for logits on {logits.device}")
+        raise ValueError(
+            f"generator on {generator.device} cannot draw for logits on {logits.device}"
+        )
     _reject_rows(logits)
     vocab = logits.shape[1]
     if top_p is not None and not (0 < top_p <= 1):

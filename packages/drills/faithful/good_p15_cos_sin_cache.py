@@ -12,7 +12,9 @@ def _rotate_half(x):
 
 
 def _integer(t):
-    return torch.is_tensor(t) and not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+    return torch.is_tensor(t) and not (
+        t.is_floating_point() or t.is_complex() or t.dtype == torch.bool
+    )
 
 
 def apply_rotary(q, k, positions, theta=10000.0):

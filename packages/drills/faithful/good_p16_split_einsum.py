@@ -11,7 +11,9 @@ class SwiGLU(nn.Module):
     def __init__(self, dim, hidden_dim):
         if not (isinstance(dim, int) and not isinstance(dim, bool) and dim > 0):
             raise ValueError(f"dim={dim!r} must be a positive int")
-        if not (isinstance(hidden_dim, int) and not isinstance(hidden_dim, bool) and hidden_dim > 0):
+        if not (
+            isinstance(hidden_dim, int) and not isinstance(hidden_dim, bool) and hidden_dim > 0
+        ):
             raise ValueError(f"hidden_dim={hidden_dim!r} must be a positive int")
         super().__init__()
         self.h = hidden_dim

@@ -13,8 +13,8 @@ def sample_batch(logits, request_ids, generators, temperatures):
             raise ValueError(f"generators lacks request {rid!r}")
     if len({id(generators[rid]) for rid in ids}) < len(ids) and len(set(ids)) == len(ids):
         raise ValueError("generators: two requests share a generator")
-    if not torch.is_tensor(logits) or logits.ndim != 2:
-        raise ValueError("logits must be [B, V]")
+    if not torch.is_tensor(logits) or logits.ndim != 2 or not logits.is_floating_point():
+        raise ValueError("logits must be floating [B, V]")
     n = logits.shape[0]
     if len(ids) != n or len(set(ids)) != n:
         raise ValueError("request_ids must hold B distinct ids")

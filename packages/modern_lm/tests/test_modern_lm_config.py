@@ -53,7 +53,10 @@ def test_a_size_that_is_not_positive_is_rejected(m02, field, value):
 def test_replace_checks_a_size_again(m02):
     config = m02.config()
     assert_rejects(
-        lambda: dataclasses.replace(config, num_hidden_layers=0), BAD_VALUE, "num_hidden_layers"
+        lambda: dataclasses.replace(config, num_hidden_layers=0),
+        BAD_VALUE,
+        "num_hidden_layers",
+        values=(0,),
     )
 
 
@@ -70,8 +73,8 @@ def test_a_size_of_the_wrong_kind_is_rejected(m02, field, value):
 @pytest.mark.clause("M02.5")
 def test_hidden_size_must_be_heads_times_head_dim(m02):
     names = ("hidden_size", "num_attention_heads", "head_dim")
-    assert_rejects(lambda: m02.config(hidden_size=36), BAD_VALUE, names)  # 4 heads x 8 = 32
-    assert_rejects(lambda: m02.config(head_dim=4), BAD_VALUE, names)
+    assert_rejects(lambda: m02.config(hidden_size=36), BAD_VALUE, names, values=(36,))  # 4 x 8
+    assert_rejects(lambda: m02.config(head_dim=4), BAD_VALUE, names, values=(4,))
 
 
 @pytest.mark.clause("M02.6")
@@ -83,6 +86,7 @@ def test_query_heads_must_be_divisible_by_kv_heads(m02, heads, kv_heads):
         ),
         BAD_VALUE,
         ("num_attention_heads", "num_key_value_heads"),
+        values=(heads, kv_heads),
     )
 
 
@@ -93,12 +97,15 @@ def test_replace_checks_again(m02):
         lambda: dataclasses.replace(config, num_key_value_heads=3),
         BAD_VALUE,
         ("num_attention_heads", "num_key_value_heads"),
+        values=(3,),
     )
 
 
 @pytest.mark.clause("M02.7")
 def test_an_odd_head_dim_is_rejected(m02):
-    assert_rejects(lambda: m02.config(head_dim=7, hidden_size=28), BAD_VALUE, "head_dim")
+    assert_rejects(
+        lambda: m02.config(head_dim=7, hidden_size=28), BAD_VALUE, "head_dim", values=(7,)
+    )
 
 
 @pytest.mark.clause("M02.8")

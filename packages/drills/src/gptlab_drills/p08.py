@@ -32,7 +32,10 @@ def temperature_probs(logits: Tensor, temperature: float) -> Tensor:
     if temperature == 0:
         first_max = scaled.argmax(dim=-1, keepdim=True)  # argmax returns the first maximum
         return torch.zeros_like(scaled).scatter_(-1, first_max, 1.0)
-    return torch.softmax(scaled / temperature, dim=-1)  # softmax subtracts the row max
+    # The row max first, then divide in float64: a T too small for fp32 (1e-45) would
+    # turn (logits / T) into inf - inf; (x - max) / T is 0 or negative, never NaN.
+    shifted = scaled - scaled.amax(dim=-1, keepdim=True)
+    return torch.softmax(shifted.double() / temperature, dim=-1).float()
 
 
 __all__ = ["temperature_probs"]

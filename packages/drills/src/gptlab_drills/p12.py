@@ -50,7 +50,7 @@ def _check(
     if logits.shape[:2] != scores.shape or logits.shape[2] == 0:
         raise ValueError(f"logits {tuple(logits.shape)} do not fit scores {tuple(scores.shape)}")
     for name, tensor in (("scores", scores), ("logits", logits), ("finished", finished)):
-        if isinstance(tensor, Tensor) and tensor.device != scores.device or scores.is_meta:
+        if (isinstance(tensor, Tensor) and tensor.device != scores.device) or scores.is_meta:
             raise ValueError(f"{name} must be on scores' device, not meta: {described(tensor)}")
     if torch.isnan(scores).any() or (scores == math.inf).any():
         raise ValueError("scores must not hold NaN or +inf (-inf marks an unused beam)")

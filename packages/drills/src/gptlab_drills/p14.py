@@ -16,6 +16,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ._describe import described
+
 
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
     """x * rsqrt(mean(x^2, -1) + eps) * weight, reduced in >= fp32, returned in x's dtype."""
@@ -40,14 +42,11 @@ class RMSNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return rms_norm(x, self.weight, self.eps)
 
-    def extra_repr(self) -> str:
-        return f"{self.weight.shape[0]}, eps={self.eps}"
-
 
 def _check(x: Tensor, weight: Tensor, eps: float) -> None:
     for name, tensor in (("x", x), ("weight", weight)):
         if not isinstance(tensor, Tensor) or not tensor.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point tensor, got {_kind(tensor)}")
+            raise ValueError(f"{name} must be a floating-point tensor, got {described(tensor)}")
     if x.dim() < 1 or x.shape[-1] < 1:
         raise ValueError(f"x must have a last dim of size >= 1, got {tuple(x.shape)}")
     if weight.shape != x.shape[-1:]:
@@ -62,10 +61,6 @@ def _check_eps(eps: float) -> None:
         raise ValueError(f"eps must be a finite positive number, got {eps!r}")
     if eps <= 0:
         raise ValueError(f"eps must be positive, got {eps!r}")
-
-
-def _kind(value: object) -> str:
-    return f"{value.dtype} tensor" if isinstance(value, Tensor) else type(value).__name__
 
 
 __all__ = ["RMSNorm", "rms_norm"]

@@ -36,6 +36,8 @@ def _check(fields: Mapping[str, Tensor], live: Tensor) -> None:
     """Reject a bad mask or a field of another batch size before any copy."""
     if not isinstance(live, Tensor) or live.dim() != 1 or live.dtype != torch.bool:
         raise ValueError(f"live must be a 1-D bool tensor, got {described(live)}")
+    if live.device.type == "meta":  # no values: which rows are live is unknown
+        raise ValueError("live is a meta tensor")
     if not isinstance(fields, Mapping):
         raise ValueError(f"fields must be a mapping of names to tensors, got {type(fields)}")
     B = live.shape[0]

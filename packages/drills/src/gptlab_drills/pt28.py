@@ -51,12 +51,16 @@ def _check(
     """Reject every bad argument before any generator is touched."""
     if not isinstance(logits, Tensor) or logits.dim() != 2 or not logits.is_floating_point():
         raise ValueError(f"logits must be a floating [B, V] tensor, got {described(logits)}")
+    if logits.is_meta:  # no values to check or sample
+        raise ValueError("logits is a meta tensor: there is nothing to sample")
     B, V = logits.shape
     if V == 0:
         raise ValueError("logits must have at least one token per row")
     ids = list(request_ids)
     if len(ids) != B:
         raise ValueError(f"request_ids must name {B} requests (one per row), got {len(ids)}")
+    if not all(isinstance(i, Hashable) for i in ids):
+        raise TypeError(f"request_ids must be hashable ids, got {[type(i).__name__ for i in ids]}")
     if len(set(ids)) != B:
         repeated = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"request_ids repeats {repeated!r}: one row per request")
@@ -64,7 +68,8 @@ def _check(
     if len(temps) != B:
         raise ValueError(f"temperatures must hold {B} values (one per row), got {len(temps)}")
     for row, temperature in enumerate(temps):
-        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)):
+        number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
+        if not (number and math.isfinite(temperature)):
             raise ValueError(f"temperatures[{row}] must be a finite number, got {temperature!r}")
         if temperature < 0:
             raise ValueError(f"temperatures[{row}] must be >= 0, got {temperature}")

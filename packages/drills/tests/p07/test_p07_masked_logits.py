@@ -219,3 +219,16 @@ def test_logits_and_allowed_are_positional():
 
     assert_binds(drill.masked_logits, logits, allowed)
     assert drill.masked_logits(logits, allowed)[0, 1] == -math.inf
+
+
+@pytest.mark.clause("P07.4", "P07.5")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+def test_a_later_row_of_infinities_keeps_its_allowed_ones_and_drops_the_rest(dtype):
+    inf = math.inf
+    logits = torch.tensor([[0.5, -1.0, 2.0], [inf, -inf, inf]], dtype=dtype, device=test_device())
+    allowed = bools([[1, 1, 1], [1, 1, 0]])
+
+    got = drill.masked_logits(logits, allowed)
+
+    assert got[1].tolist() == [inf, -inf, -inf], f"row 1: {got[1].tolist()}"
+    assert torch.equal(got[0], logits[0]), f"row 0: {got[0].tolist()}"

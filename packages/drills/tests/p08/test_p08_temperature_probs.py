@@ -9,8 +9,16 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, boundary_settings, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit import (
+    WRONG_KIND,
+    assert_close,
+    assert_rejects,
+    boundary_settings,
+    candidate,
+    shares_storage,
+    test_device,
+)
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P08_MODULE")
 
@@ -34,6 +42,7 @@ def probs(logits, temperature) -> torch.Tensor:
     return got
 
 
+@pytest.mark.clause("P08.2", "P08.3", "P08.4")
 @pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
 def test_probs_equal_the_loop_softmax_of_the_tempered_logits(temperature):
     logits = seeded(3, 7, seed=1) * 3
@@ -50,6 +59,7 @@ def test_probs_equal_the_loop_softmax_of_the_tempered_logits(temperature):
     temperature=st.sampled_from([0.05, 0.7, 1.0, 4.0]),
     seed=st.integers(0, 2**16),
 )
+@pytest.mark.clause("P08.4", "P08.5")
 def test_every_row_sums_to_one_with_finite_entries(shape, scale, temperature, seed):
     logits = seeded(*shape, seed=seed) * scale
 
@@ -60,6 +70,7 @@ def test_every_row_sums_to_one_with_finite_entries(shape, scale, temperature, se
                  device=got.device), "row sums", atol=1e-5)  # fmt: skip
 
 
+@pytest.mark.clause("P08.3", "P08.5")
 def test_large_half_precision_logits_give_finite_fp32_probabilities():
     logits = torch.tensor(
         [[6.0e4, 5.99e4, -6.0e4, 0.0], [-3.0e4, -3.001e4, -6.5e4, -2.9e4]],
@@ -73,6 +84,7 @@ def test_large_half_precision_logits_give_finite_fp32_probabilities():
     assert_close(got.double(), loop_probs(logits, 0.5), "fp16 logits at T=0.5", atol=1e-6)
 
 
+@pytest.mark.clause("P08.3", "P08.4")
 def test_bfloat16_logits_are_normalised_in_fp32():
     logits = (seeded(2, 6, seed=2) * 4).to(torch.bfloat16)
 
@@ -81,6 +93,7 @@ def test_bfloat16_logits_are_normalised_in_fp32():
     assert_close(got.double(), loop_probs(logits, 1.0), "bf16 logits", atol=1e-6)
 
 
+@pytest.mark.clause("P08.5")
 def test_adding_a_constant_to_a_row_changes_nothing():
     logits = seeded(3, 6, seed=3)
     shifted = logits + torch.tensor([[200.0], [-300.0], [0.0]], device=test_device())
@@ -88,6 +101,7 @@ def test_adding_a_constant_to_a_row_changes_nothing():
     assert_close(probs(shifted, 0.7), probs(logits, 0.7), "shifted rows", atol=1e-5)
 
 
+@pytest.mark.clause("P08.5")
 def test_a_tiny_positive_temperature_stays_finite():
     logits = seeded(2, 5, seed=4) * 10
 
@@ -97,6 +111,7 @@ def test_a_tiny_positive_temperature_stays_finite():
     assert_close(got.double(), loop_probs(logits, 1e-4), "T=1e-4", atol=1e-6)
 
 
+@pytest.mark.clause("P08.6")
 def test_temperature_zero_is_one_hot_at_the_argmax():
     logits = seeded(4, 9, seed=5)
 
@@ -106,6 +121,7 @@ def test_temperature_zero_is_one_hot_at_the_argmax():
     assert torch.equal(got, want), f"temperature 0 gave {got}"
 
 
+@pytest.mark.clause("P08.6")
 def test_temperature_zero_with_a_tied_maximum_picks_the_first():
     logits = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]], device=test_device())
 
@@ -115,6 +131,7 @@ def test_temperature_zero_with_a_tied_maximum_picks_the_first():
     assert torch.equal(got, want), f"temperature 0 with ties gave {got}"
 
 
+@pytest.mark.clause("P08.11")
 def test_the_logits_are_not_written():
     logits = seeded(3, 5, seed=6)
 
@@ -126,17 +143,126 @@ def test_the_logits_are_not_written():
 # ---- rejection: valid in every respect but one ----
 
 
+@pytest.mark.clause("P08.8")
 @pytest.mark.parametrize("temperature", [-1.0, -1e-9, math.nan, math.inf])
 def test_a_negative_or_non_finite_temperature_is_rejected(temperature):
     logits = seeded(2, 4, seed=7)
     with inputs_untouched(logits=logits):
         assert_rejects(
             lambda: drill.temperature_probs(logits, temperature),
-            (ValueError, TypeError),
+            ValueError,
             "temperature",
+            values=(temperature,),
         )
 
 
+@pytest.mark.clause("P08.10")
 def test_integer_logits_are_rejected():
     logits = torch.arange(8, device=test_device()).reshape(2, 4)
-    assert_rejects(lambda: drill.temperature_probs(logits, 1.0), (ValueError, TypeError), "logits")
+    assert_rejects(lambda: drill.temperature_probs(logits, 1.0), WRONG_KIND, "logits")
+
+
+@pytest.mark.clause("P08.9")
+@pytest.mark.parametrize("temperature", [True, "1.0", None, torch.tensor(1.0)], ids=repr)
+def test_a_temperature_that_is_not_a_number_is_rejected(temperature):
+    logits = seeded(2, 4, seed=8)
+    with inputs_untouched(logits=logits):
+        assert_rejects(
+            lambda: drill.temperature_probs(logits, temperature), WRONG_KIND, "temperature"
+        )
+
+
+@pytest.mark.clause("P08.10")
+@pytest.mark.parametrize("kind", ["bool", "list"])
+def test_logits_of_another_kind_are_rejected(kind):
+    good = seeded(2, 4, seed=9)
+    logits = {"bool": good > 0, "list": good.tolist()}[kind]
+
+    assert_rejects(lambda: drill.temperature_probs(logits, 1.0), WRONG_KIND, "logits")
+
+
+@pytest.mark.clause("P08.10")
+@pytest.mark.parametrize("shape", [(), (2, 0)], ids=str)
+def test_logits_without_a_token_axis_or_tokens_are_a_value_error(shape):
+    logits = torch.zeros(shape, device=test_device())
+
+    assert_rejects(lambda: drill.temperature_probs(logits, 1.0), ValueError, "logits")
+
+
+@pytest.mark.clause("P08.7")
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 0.0])
+def test_a_masked_token_gets_zero_and_the_rest_of_its_row_is_unchanged(temperature):
+    inf = math.inf
+    logits = torch.tensor([[1.0, 2.0, -0.5], [0.3, -inf, 1.2]], device=test_device())
+
+    got = probs(logits, temperature)
+
+    assert got[1, 1] == 0.0, f"a -inf logit got probability {got[1, 1].item()}"
+    kept = probs(logits[1:, [0, 2]], temperature)
+    assert_close(got[1, [0, 2]], kept[0], f"row 1 without its masked token at T={temperature}")
+
+
+@pytest.mark.clause("P08.7", "P08.4")
+@pytest.mark.parametrize("temperature", [0.8, 1e39])
+def test_masked_tokens_in_a_later_row_get_zero_and_the_row_sums_to_one(temperature):
+    inf = math.inf
+    logits = torch.tensor([[0.1, 0.2, 0.3, 0.4], [-inf, 2.0, -inf, 1.0]], device=test_device())
+
+    got = probs(logits, temperature)
+
+    assert got[1, 0] == 0.0 and got[1, 2] == 0.0, f"row 1: {got[1].tolist()}"
+    want = loop_probs(logits, temperature)
+    assert_close(got.double(), want, f"masked tokens at T={temperature}", atol=1e-6)
+
+
+@pytest.mark.clause("P08.6")
+def test_temperature_zero_picks_the_first_maximum_in_every_row_of_a_block():
+    logits = torch.tensor(
+        [[[0.0, 1.0, 0.5], [2.0, 2.0, 1.0]], [[0.0, 0.0, 0.0], [1.0, 3.0, 3.0]]],
+        device=test_device(),
+    )
+
+    got = probs(logits, 0.0)
+
+    picks = got.argmax(-1).tolist()
+    assert picks == [[1, 0], [0, 1]] and bool((got.sum(-1) == 1).all()), f"greedy rows {got}"
+
+
+@pytest.mark.clause("P08.2", "P08.4")
+@pytest.mark.parametrize("shape", [(6,), (2, 3, 6)], ids=str)
+def test_any_leading_dims_are_normalised_over_the_last(shape):
+    logits = seeded(*shape, seed=10) * 2
+
+    got = probs(logits, 1.5)
+
+    want = loop_probs(logits.reshape(-1, shape[-1]), 1.5).reshape(shape)
+    assert_close(got.double(), want, f"logits {shape}", atol=1e-6)
+
+
+@pytest.mark.clause("P08.3", "P08.6")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_the_greedy_path_is_fp32_too(dtype):
+    logits = seeded(2, 5, seed=11).to(dtype)
+
+    got = probs(logits, 0)
+
+    want = torch.nn.functional.one_hot(logits.float().argmax(-1), 5).float()
+    assert torch.equal(got, want) and got.device == logits.device
+
+
+@pytest.mark.clause("P08.11")
+@pytest.mark.parametrize("temperature", [1.0, 0.0])
+def test_the_result_is_a_new_tensor_also_for_fp32_logits(temperature):
+    logits = torch.full((2, 4), 0.25, device=test_device())  # already a distribution
+
+    got = probs(logits, temperature)
+
+    assert not shares_storage(got, logits), "the result aliases the caller's logits"
+
+
+@pytest.mark.clause("P08.1")
+def test_logits_and_temperature_are_positional():
+    logits = seeded(1, 3, seed=12)
+
+    assert_binds(drill.temperature_probs, logits, 1)
+    assert_close(probs(logits, 1).double(), loop_probs(logits, 1.0), "T given as int 1")

@@ -68,7 +68,9 @@ def sample_without_failing(logits, **options) -> list[int]:
     try:
         return sample(logits, **options)
     except Exception as error:
-        raise AssertionError(f"valid input was not sampled: {type(error).__name__}: {error}")
+        raise AssertionError(
+            f"valid input was not sampled: {type(error).__name__}: {error}"
+        ) from error
 
 
 @pytest.mark.clause("P11.5")

@@ -291,10 +291,10 @@ def test_a_finished_beam_beaten_by_k_candidates_drops_out():
     logits = floats([[[0.0, 0.0, 0.0]] * 2, [[9.0, 9.0, 0.0], [0.0, 9.0, 0.0]]])
     finished = torch.tensor([[False, False], [False, True]], device=test_device())
 
-    got_scores, tokens, parents = step(scores, logits, finished, eos_token_id=2)
+    _, tokens, parents = step(scores, logits, finished, eos_token_id=2)
 
     assert parents[1] == [0, 0] and tokens[1] == [0, 1], "row 1 keeps beam 0's two best"
-    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos=2)
+    _, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos=2)
     assert (tokens, parents) == (want_tokens, want_parents)
 
 
@@ -372,9 +372,9 @@ def test_a_finished_beam_may_hold_logits_with_no_finite_value():
     logits[1, 2] = -math.inf
     finished = torch.tensor([[False] * 3, [False, False, True]], device=test_device())
 
-    got_scores, tokens, parents = step(scores, logits, finished, eos_token_id=4)
+    _, tokens, parents = step(scores, logits, finished, eos_token_id=4)
 
-    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos=4)
+    _, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos=4)
     assert (tokens, parents) == (want_tokens, want_parents)
 
 

@@ -162,7 +162,9 @@ def rejects(argument, logits, history, penalty, errors=BAD_VALUE, values=()):
 @pytest.mark.clause("P13.7")
 @pytest.mark.parametrize("bad_id", [6, -1])
 def test_a_token_id_outside_the_vocabulary_in_a_later_row_is_rejected(bad_id):
-    rejects("history", seeded(2, 6, seed=5), ids([[0, 1, 2], [3, bad_id, 4]]), 1.2, values=(bad_id,))
+    rejects(
+        "history", seeded(2, 6, seed=5), ids([[0, 1, 2], [3, bad_id, 4]]), 1.2, values=(bad_id,)
+    )
 
 
 @pytest.mark.clause("P13.8")

@@ -351,3 +351,18 @@ def test_the_module_rejects_a_bad_eps_at_construction(eps):
 @pytest.mark.parametrize("dim", [4.0, True, "4"], ids=repr)
 def test_a_module_size_of_another_kind_is_rejected(dim):
     assert_rejects(lambda: drill.RMSNorm(dim), WRONG_KIND, "dim")
+
+
+@pytest.mark.clause("P14.7", "P14.13")
+def test_a_module_of_one_channel_normalises_each_value_to_its_sign():
+    norm = drill.RMSNorm(1, eps=1e-6).to(test_device())
+    x = torch.tensor([[3.0], [-0.5], [0.0]], device=test_device())
+
+    got = norm(x)
+
+    assert_close(got.double(), loop_rms_norm(x, torch.ones(1), 1e-6), "RMSNorm(1)(x)")
+
+
+@pytest.mark.clause("P14.11")
+def test_a_weight_of_the_wrong_size_for_a_single_vector_is_rejected():
+    rejects(("weight", "x"), seeded(6, seed=49), seeded(5, seed=50))

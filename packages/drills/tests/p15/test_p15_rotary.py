@@ -349,3 +349,17 @@ def test_meta_tensors_are_rejected(where):
     for name in names:
         call[name] = call[name].to("meta")
     rejects(("q", "k", "positions"), call)
+
+
+@pytest.mark.clause("P15.5", "P15.11")
+@pytest.mark.parametrize("theta", [1.0, 0.5], ids=repr)
+def test_a_theta_of_one_or_below_is_a_valid_base(theta):
+    q, k = seeded(1, 1, 2, 4, seed=40), seeded(1, 1, 2, 4, seed=41)
+    positions = long([1, 3])
+
+    try:
+        got_q, _ = rotate(q, k, positions, theta=theta)
+    except Exception as error:  # the clause accepts it: a rejection is this test's failure
+        raise AssertionError(f"theta = {theta} was refused: {error}") from error
+
+    assert_close(got_q.double(), loop_rotary(q, positions, theta), f"q with theta = {theta}")

@@ -195,16 +195,11 @@ def test_a_floating_point_block_table_is_rejected():
         ("positions", torch.tensor([[True, False], [False, True]])),
         ("positions", torch.tensor([0, 3])),
         ("cache", torch.zeros(8, 1, 3)),
-        ("block_table", torch.zeros(2, 2, dtype=torch.long, device="meta")),
     ],
-    ids=["bool positions", "1-D positions", "3-D cache", "meta table"],
+    ids=["bool positions", "1-D positions", "3-D cache"],
 )
 def test_the_wrong_kind_rank_or_dtype_of_tensor_is_rejected(name, value):
-    rejected(
-        {**valid_call(), name: value.to(test_device()) if name != "block_table" else value},
-        name,
-        WRONG_KIND,
-    )
+    rejected({**valid_call(), name: value.to(test_device())}, name, WRONG_KIND)
 
 
 @pytest.mark.clause("P21.1", "P21.2")
@@ -227,3 +222,12 @@ def test_int32_tables_give_the_same_float32_gather():
 
     assert got.dtype == torch.float32, f"a float32 cache gave {got.dtype}"
     assert torch.equal(got, loop_gather(call["cache"], call["block_table"], call["positions"]))
+
+
+@pytest.mark.clause("P21.9")
+@pytest.mark.parametrize("name", ["cache", "block_table", "positions"])
+def test_a_meta_tensor_is_rejected(name):
+    call = valid_call()
+    after = list(call)[list(call).index(name) :]  # `name` and every argument after it
+    call = {key: value.to("meta") if key in after else value for key, value in call.items()}
+    rejected(call, name, WRONG_KIND)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit.boundary import BAD_VALUE, WRONG_KIND
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P22_MODULE")
@@ -44,10 +45,13 @@ def assert_compacted(fields, bits, got):
     compacted, old_to_new = got
     want, mapping = loop_compact(fields, bits)
     assert old_to_new.tolist() == mapping, f"old_to_new {old_to_new.tolist()}, want {mapping}"
+    assert old_to_new.dtype == torch.int64, f"old_to_new is {old_to_new.dtype}, not int64"
     assert set(compacted) == set(fields), f"fields {sorted(compacted)}, want {sorted(fields)}"
     for name, rows in want.items():
         shape = (len(rows), *fields[name].shape[1:])
         assert compacted[name].shape == shape, f"{name}: shape {tuple(compacted[name].shape)}"
+        got_dtype, want_dtype = compacted[name].dtype, fields[name].dtype
+        assert got_dtype == want_dtype, f"{name}: {got_dtype}, want {want_dtype}"
         for new, row in enumerate(rows):
             assert torch.equal(compacted[name][new], row), f"{name}: new row {new} is wrong"
 
@@ -58,10 +62,12 @@ def compact(fields, bits):
     return got
 
 
+@pytest.mark.clause("P22.4")
 def test_alternating_live_rows_keep_their_order_in_every_field():
     compact(batch(6, seed=1), [1, 0, 1, 0, 1, 0])
 
 
+@pytest.mark.clause("P22.4", "P22.5")
 def test_the_map_sends_each_live_row_to_its_new_row_and_finished_rows_to_minus_one():
     fields = batch(5, seed=2)
     compacted, old_to_new = compact(fields, [0, 1, 1, 0, 1])
@@ -71,15 +77,18 @@ def test_the_map_sends_each_live_row_to_its_new_row_and_finished_rows_to_minus_o
             assert torch.equal(compacted["kv"][new], fields["kv"][old]), f"row {old} -> {new}"
 
 
+@pytest.mark.clause("P22.5")
 def test_all_rows_live_keeps_everything():
     compact(batch(4, seed=3), [1, 1, 1, 1])
 
 
+@pytest.mark.clause("P22.5")
 def test_no_row_live_leaves_empty_fields():
     compacted, _ = compact(batch(3, seed=4), [0, 0, 0])
     assert all(field.shape[0] == 0 for field in compacted.values())
 
 
+@pytest.mark.clause("P22.9")
 @pytest.mark.parametrize(
     "bits", [[1, 1, 1, 1], [1, 1, 0, 0], [0, 1, 0, 1]], ids=["all", "prefix", "alternating"]
 )
@@ -95,18 +104,21 @@ def test_results_are_new_tensors_so_reusing_the_old_rows_leaks_nothing(bits):
         assert torch.equal(compacted[name], field), f"{name}: a later write to the batch leaked"
 
 
+@pytest.mark.clause("P22.8")
 def test_the_batch_and_the_mask_are_only_read():
     fields, live = batch(5, seed=6), mask([1, 0, 0, 1, 1])
     with inputs_untouched(live=live, **fields):
         drill.compact_live_rows(fields, live)
 
 
+@pytest.mark.clause("P22.2", "P22.4", "P22.5")
 @settings(max_examples=25, deadline=None)
 @given(bits=st.lists(st.booleans(), min_size=1, max_size=9), seed=st.integers(0, 2**16))
 def test_any_live_mask_matches_the_loop_oracle(bits, seed):
     compact(batch(len(bits), seed=seed), [int(b) for b in bits])
 
 
+@pytest.mark.clause("P22.2", "P22.3", "P22.4")
 def test_fields_of_any_dtype_and_rank_are_permuted_alike():
     B = 4
     fields = {
@@ -120,18 +132,21 @@ def test_fields_of_any_dtype_and_rank_are_permuted_alike():
 # ---- rejection: valid in every respect but one ----
 
 
+@pytest.mark.clause("P22.6")
 def test_a_mask_that_is_not_bool_is_rejected():
     fields, live = batch(3), torch.tensor([1, 0, 1], device=test_device())
     with inputs_untouched(live=live, **fields):
-        assert_rejects(lambda: drill.compact_live_rows(fields, live), ValueError, "live")
+        assert_rejects(lambda: drill.compact_live_rows(fields, live), WRONG_KIND, "live")
 
 
+@pytest.mark.clause("P22.6")
 def test_a_mask_of_another_batch_size_is_rejected():
     fields, live = batch(3), mask([1, 0, 1, 1])
     with inputs_untouched(live=live, **fields):
-        assert_rejects(lambda: drill.compact_live_rows(fields, live), ValueError, "live")
+        assert_rejects(lambda: drill.compact_live_rows(fields, live), BAD_VALUE, "live")
 
 
+@pytest.mark.clause("P22.7")
 def test_a_field_of_another_batch_size_is_rejected():
     fields = {**batch(3), "lengths": torch.arange(4, device=test_device())}
     live = mask([1, 0, 1])
@@ -139,3 +154,50 @@ def test_a_field_of_another_batch_size_is_rejected():
         assert_rejects(
             lambda: drill.compact_live_rows(fields, live), ValueError, ("lengths", "fields")
         )
+
+
+@pytest.mark.clause("P22.6")
+@pytest.mark.parametrize("kind", ["2-D", "list", "meta"])
+def test_a_mask_of_another_rank_or_kind_is_rejected(kind):
+    fields = batch(3)
+    live = {
+        "2-D": mask([1, 0, 1])[:, None],
+        "list": [True, False, True],
+        "meta": torch.zeros(3, dtype=torch.bool, device="meta"),
+    }[kind]
+    with inputs_untouched(**fields):
+        assert_rejects(lambda: drill.compact_live_rows(fields, live), WRONG_KIND, "live")
+
+
+@pytest.mark.clause("P22.7")
+@pytest.mark.parametrize("kind", ["a list field", "a 0-D field", "a list of fields"])
+def test_a_field_that_is_not_a_batch_tensor_or_fields_that_are_no_mapping_are_rejected(kind):
+    live = mask([1, 0, 1])
+    fields: object
+    if kind == "a list field":
+        fields = {**batch(3), "lengths": [1, 2, 3]}
+    elif kind == "a 0-D field":
+        fields = {**batch(3), "lengths": torch.tensor(3, device=test_device())}
+    else:
+        fields = list(batch(3).values())
+    with inputs_untouched(live=live):
+        assert_rejects(
+            lambda: drill.compact_live_rows(fields, live), WRONG_KIND, ("lengths", "fields")
+        )
+
+
+@pytest.mark.clause("P22.1", "P22.3")
+def test_a_positional_call_keeps_each_fields_dtype():
+    fields = {
+        "half": seeded(3, 2, seed=3, dtype=torch.float16),
+        "ids": torch.arange(3, dtype=torch.int32, device=test_device()),
+        "done": mask([0, 1, 0]),
+    }
+    try:
+        compacted, old_to_new = drill.compact_live_rows(fields, mask([1, 0, 1]))
+    except (TypeError, ValueError) as error:  # a signature mismatch or a valid call refused
+        raise AssertionError(f"compact_live_rows(fields, live): {error}") from error
+    assert {name: t.dtype for name, t in compacted.items()} == {
+        name: t.dtype for name, t in fields.items()
+    }, "a compacted field changed dtype"
+    assert old_to_new.dtype == torch.int64, f"old_to_new is {old_to_new.dtype}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -11,7 +13,7 @@ from gptlab_testkit import assert_close, candidate, test_device
 
 drill = candidate("DRILL_PT06_MODULE")
 
-pytestmark = [pytest.mark.owner("pt06"), pytest.mark.contract]
+pytestmark = [pytest.mark.owner("pt06")]  # each test says contract or extension
 
 VOCAB = 13
 
@@ -39,6 +41,8 @@ def own_parameters(module) -> list[torch.nn.Parameter]:
     return list(module.parameters())
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.4")
 def test_every_layer_parameter_appears_once_in_named_parameters():
     model = build(0)
 
@@ -50,6 +54,8 @@ def test_every_layer_parameter_appears_once_in_named_parameters():
         assert not missing, f"layer {i}'s {missing} are not in named_parameters()"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.4")
 def test_the_parameter_count_is_the_sum_of_the_parts():
     model = build(0)
     parts = [model.embedding, model.final_norm, model.head, *model.layers]
@@ -59,6 +65,8 @@ def test_the_parameter_count_is_the_sum_of_the_parts():
     assert sum(p.numel() for p in model.parameters()) == expected
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.5", "PT06.10")
 def test_layer_checkpoint_paths_follow_the_container_index():
     model = build(0)
     state = model.state_dict()
@@ -70,6 +78,8 @@ def test_layer_checkpoint_paths_follow_the_container_index():
             assert state[key].data_ptr() == tensor.data_ptr(), f"{key} is another tensor"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.5")
 def test_a_strict_state_dict_round_trip_keeps_the_outputs():
     saved, fresh = build(0, dropout=0.1).eval(), build(1, dropout=0.1).eval()
 
@@ -78,6 +88,8 @@ def test_a_strict_state_dict_round_trip_keeps_the_outputs():
     assert torch.equal(fresh(tokens()), saved(tokens()))
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.3", "PT06.6")
 def test_to_float64_reaches_every_layer():
     model = build(0).eval()
     want = model(tokens()).double()
@@ -93,6 +105,8 @@ def test_to_float64_reaches_every_layer():
     assert_close(got, want, "float64 logits vs float32 logits", atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.7")
 def test_eval_and_train_reach_every_layer():
     model = build(0, dropout=0.5)
 
@@ -102,6 +116,8 @@ def test_eval_and_train_reach_every_layer():
     assert not torch.equal(model(tokens()), model(tokens())), "train mode applied no dropout"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.8")
 def test_an_update_over_model_parameters_reaches_every_layer():
     # What an optimizer built from model.parameters() would do (torch.optim's first step is slow).
     model = build(0)
@@ -110,13 +126,16 @@ def test_an_update_over_model_parameters_reaches_every_layer():
     model(tokens()).logsumexp(-1).mean().backward()
     with torch.no_grad():
         for p in model.parameters():
-            p -= 0.1 * p.grad
+            if p.grad is not None:  # a parameter the loss never reached keeps its value
+                p -= 0.1 * p.grad
 
     for i, (layer, old) in enumerate(zip(model.layers, before, strict=True)):
         moved = any(not torch.equal(p, q) for p, q in zip(layer.parameters(), old, strict=True))
         assert moved, f"layer {i} was not updated through model.parameters()"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.9")
 def test_an_appended_layer_is_registered_and_runs():
     model = build(0).eval()
     three = model(tokens())
@@ -132,6 +151,8 @@ def test_an_appended_layer_is_registered_and_runs():
     assert not torch.equal(got, three), "the appended layer does not take part in forward"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.9", "PT06.10")
 def test_forward_runs_the_layers_held_by_the_registered_container():
     model, donor = build(0).eval(), build(1).eval()
 
@@ -140,6 +161,8 @@ def test_forward_runs_the_layers_held_by_the_registered_container():
     assert_close(model(tokens()), by_hand(model, tokens()), "logits after replacing layers[1]")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT06.4", "PT06.5")
 @settings(max_examples=8, deadline=None)
 @given(n_layers=st.integers(1, 4), seed=st.integers(0, 2**16))
 def test_any_depth_registers_each_layer_once_and_round_trips(n_layers, seed):
@@ -148,5 +171,85 @@ def test_any_depth_registers_each_layer_once_and_round_trips(n_layers, seed):
     ids = [id(p) for layer in saved.layers for p in layer.parameters()]
     assert len(ids) == len(set(ids)), "two layers share a parameter"
     assert set(ids) <= {id(p) for p in saved.parameters()}
+    fresh.load_state_dict(saved.state_dict(), strict=True)
+    assert torch.equal(fresh(tokens()), saved(tokens()))
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT06.1")
+def test_the_constructor_takes_the_artifacts_arguments_and_dropout_defaults_to_zero():
+    signature = inspect.signature(drill.TinyDecoder)
+    try:
+        bound = signature.bind(vocab_size=VOCAB, d_model=8, n_heads=2, n_layers=2)
+    except TypeError as error:
+        raise AssertionError(f"TinyDecoder{signature} lacks the artifact's arguments") from error
+    bound.apply_defaults()
+    assert bound.arguments.get("dropout") == 0.0, f"dropout defaults to {bound.arguments}"
+    model = build(0)
+    for name in ("embedding", "layers", "final_norm", "head"):
+        assert hasattr(model, name), f"TinyDecoder has no attribute {name}"
+    assert len(model.layers) == 3 and callable(model.add_layer)
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT06.2", "PT06.3")
+def test_logits_are_b_by_t_by_vocab_in_the_models_dtype():
+    logits = build(0).eval()(tokens())
+    assert tuple(logits.shape) == (2, 5, VOCAB), f"logits {tuple(logits.shape)}"
+    assert logits.dtype == torch.float32, f"logits {logits.dtype}"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT06.5")
+def test_the_state_dict_holds_exactly_the_parts_keys():
+    model = build(0, n_layers=2)
+    want = {f"{part}.{name}" for part in ("embedding", "final_norm", "head")
+            for name in getattr(model, part).state_dict()}  # fmt: skip
+    want |= {f"layers.{i}.{name}" for i, layer in enumerate(model.layers)
+             for name in layer.state_dict()}  # fmt: skip
+    assert set(model.state_dict()) == want, sorted(set(model.state_dict()) ^ want)
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT06.6")
+def test_a_float64_model_round_trips_and_matches_its_layers_by_hand():
+    saved = build(0).eval().to(torch.float64)
+    fresh = build(1).eval().to(torch.float64)
+    for i, layer in enumerate(saved.layers):
+        wrong = [n for n, p in layer.named_parameters() if p.dtype != torch.float64]
+        assert not wrong, f"layer {i} kept {wrong} out of float64"
+    fresh.load_state_dict(saved.state_dict(), strict=True)
+    assert torch.equal(fresh(tokens()), by_hand(saved, tokens()))
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT06.7")
+def test_every_layer_follows_the_models_mode():
+    model = build(0, dropout=0.3)
+    for mode in (False, True, False):
+        model.train(mode)
+        modes = [m.training for layer in model.layers for m in layer.modules()]
+        assert modes and all(m == mode for m in modes), f"train({mode}) missed a layer: {modes}"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT06.8")
+def test_a_backward_pass_gives_every_layer_a_gradient_through_model_parameters():
+    model = build(0)
+    model(tokens()).logsumexp(-1).mean().backward()
+    params = {id(p) for p in model.parameters()}
+    for i, layer in enumerate(model.layers):
+        for name, p in layer.named_parameters():
+            assert id(p) in params, f"layer {i}'s {name} is not in model.parameters()"
+            assert p.grad is not None and bool(p.grad.abs().sum() > 0), f"layer {i}'s {name}"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT06.9")
+def test_an_appended_layer_is_saved_and_loaded_with_the_rest():
+    saved, fresh = build(0).eval(), build(1).eval()
+    saved.add_layer()
+    fresh.add_layer()
+    assert any(key.startswith("layers.3.") for key in saved.state_dict()), "no layers.3 keys"
     fresh.load_state_dict(saved.state_dict(), strict=True)
     assert torch.equal(fresh(tokens()), saved(tokens()))

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, boundary_settings, candidate
+from gptlab_testkit import BAD_VALUE, WRONG_KIND, assert_rejects, boundary_settings, candidate
 from gptlab_testkit.oracles import (
     SAMPLERS,
     drawn_tokens,
@@ -21,7 +21,7 @@ from gptlab_testkit.oracles import (
 
 drill = candidate("DRILL_PT28_MODULE")
 
-pytestmark = [pytest.mark.owner("pt28"), pytest.mark.contract]
+pytestmark = [pytest.mark.owner("pt28")]  # each test says contract or extension
 
 # Five requests, each with its own seed and its own next-token logits row.
 IDS = ["a", "b", "c", "d", "e"]
@@ -51,12 +51,16 @@ def state(generator: torch.Generator) -> torch.Tensor:
     return generator.get_state().clone()
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.1", "PT28.2", "PT28.3", "PT28.4")
 def test_each_row_draws_what_its_request_draws_alone():
     got = step(IDS, fresh_generators(), [1.0] * 5)
 
     assert got == {request: alone(request, 1.0)[0] for request in IDS}
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.4")
 def test_each_row_uses_its_own_temperature():
     temperatures = [0.5, 1.0, 2.0, 0.7, 1.3]
 
@@ -66,6 +70,8 @@ def test_each_row_uses_its_own_temperature():
     assert got == want
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.5")
 def test_reordering_the_batch_changes_no_requests_draw():
     in_order = step(IDS, fresh_generators(), [1.0] * 5)
     reordered = step(["d", "b", "e", "a", "c"], fresh_generators(), [1.0] * 5)
@@ -73,6 +79,8 @@ def test_reordering_the_batch_changes_no_requests_draw():
     assert reordered == in_order
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.5", "PT28.12")
 def test_removing_other_requests_changes_nothing():
     full = step(IDS, fresh_generators(), [1.0] * 5)
     generators = fresh_generators()
@@ -85,6 +93,8 @@ def test_removing_other_requests_changes_nothing():
         assert torch.equal(state(generators[request]), before), f"{request}'s generator moved"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.5")
 def test_a_requests_history_is_its_own_draws_across_changing_batches():
     generators = fresh_generators()
     batches = [IDS, ["c", "a"], ["e", "d", "c", "b", "a"], ["c"]]
@@ -98,6 +108,8 @@ def test_a_requests_history_is_its_own_draws_across_changing_batches():
         assert tokens == alone(request, 1.0, steps=len(tokens)), f"request {request}"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.6")
 def test_greedy_rows_take_the_argmax_and_leave_their_generator_alone():
     generators = fresh_generators()
     before = {request: state(generators[request]) for request in ("b", "d")}
@@ -110,6 +122,8 @@ def test_greedy_rows_take_the_argmax_and_leave_their_generator_alone():
     assert {r: got[r] for r in "ace"} == {r: alone(r, 1.0)[0] for r in "ace"}
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.6")
 def test_an_all_greedy_batch_never_draws():
     with forbidding(*SAMPLERS, what="an all-greedy sample_batch"):
         got = step(IDS, fresh_generators(), [0.0] * 5)
@@ -117,6 +131,8 @@ def test_an_all_greedy_batch_never_draws():
     assert got == {request: int(ROWS[request].argmax()) for request in IDS}
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.6")
 def test_a_sample_after_a_greedy_step_is_the_requests_first_draw():
     generators = fresh_generators()
     step(["a", "b"], generators, [0.0, 1.0])  # a is greedy this step
@@ -127,6 +143,8 @@ def test_a_sample_after_a_greedy_step_is_the_requests_first_draw():
     assert got["b"] == alone("b", 1.0, steps=2)[1]
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.4", "PT28.5", "PT28.6")
 @boundary_settings(20)
 @given(
     order=st.permutations(IDS),
@@ -147,51 +165,247 @@ def test_any_subset_in_any_order_draws_the_isolated_tokens(order, size, temperat
 # ---- rejection: valid in every respect but one, before any generator is touched ----
 
 
-def rejects_before_drawing(argument, requests, generators, temperatures, logits=None):
+def rejects_before_drawing(
+    argument, requests, generators, temperatures, logits=None, errors=BAD_VALUE, values=()
+):
     if logits is None:
         logits = torch.stack([ROWS[r] for r in IDS[: len(temperatures)]])
     before = {request: state(generator) for request, generator in generators.items()}
-    with inputs_untouched(logits=logits):
+    kept = {"logits": logits} if isinstance(logits, torch.Tensor) and not logits.is_meta else {}
+    with inputs_untouched(**kept):
         assert_rejects(
             lambda: drill.sample_batch(logits, requests, generators, temperatures),
-            (ValueError, TypeError),
+            errors,
             argument,
+            values=values,
         )
     for request, generator in generators.items():
         assert torch.equal(state(generator), before[request]), f"{request}'s generator moved"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.7")
 def test_a_repeated_request_id_is_rejected():
-    rejects_before_drawing("request_ids", ["a", "b", "a"], fresh_generators(), [1.0] * 3)
+    rejects_before_drawing(
+        "request_ids", ["a", "b", "a"], fresh_generators(), [1.0] * 3, values=("'a'",)
+    )
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.8")
 def test_a_request_without_a_generator_is_rejected():
     generators = fresh_generators()
     del generators["c"]
     rejects_before_drawing("generators", ["a", "b", "c"], generators, [1.0] * 3)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.8")
 def test_two_requests_sharing_one_generator_are_rejected():
     generators = fresh_generators()
     generators["c"] = generators["a"]
     rejects_before_drawing("generators", ["a", "b", "c"], generators, [1.0] * 3)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.9")
 @pytest.mark.parametrize("bad", [-0.5, math.nan])
 def test_a_bad_temperature_in_a_later_row_is_rejected(bad):
-    rejects_before_drawing("temperatures", ["a", "b", "c"], fresh_generators(), [1.0, 1.0, bad])
+    rejects_before_drawing(
+        "temperatures", ["a", "b", "c"], fresh_generators(), [1.0, 1.0, bad], values=(bad,)
+    )
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.9")
 def test_temperatures_of_the_wrong_count_are_rejected():
     logits = torch.stack([ROWS[r] for r in "abc"])
     rejects_before_drawing("temperatures", ["a", "b", "c"], fresh_generators(), [1.0] * 2, logits)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.7")
 def test_request_ids_of_the_wrong_count_are_rejected():
     rejects_before_drawing("request_ids", ["a", "b"], fresh_generators(), [1.0] * 3)
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT28.11")
 def test_a_nan_row_is_rejected_before_any_row_is_drawn():
     logits = torch.stack([ROWS[r] for r in "abc"])
     logits[2, 3] = math.nan
+    rejects_before_drawing("logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits)
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.1", "PT28.4")
+def test_temperatures_may_come_as_a_tensor():
+    temperatures = torch.tensor([0.5, 0.0, 1.5])
+
+    try:
+        got = step(["c", "a", "e"], fresh_generators(), temperatures)
+    except (TypeError, ValueError) as error:
+        raise AssertionError(f"a [B] tensor of temperatures was refused: {error}") from error
+
+    assert got == {"c": alone("c", 0.5)[0], "a": int(ROWS["a"].argmax()), "e": alone("e", 1.5)[0]}
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.2", "PT28.3", "PT28.12")
+def test_the_token_ids_are_a_new_integer_tensor():
+    logits = torch.stack([ROWS[r] for r in "abc"])
+    with inputs_untouched(logits=logits):
+        result = drill.sample_batch(logits, ["a", "b", "c"], fresh_generators(), [1.0, 0.0, 2.0])
+    drawn_tokens(result, 3)  # [3] or [3, 1], integer
+    assert result.untyped_storage().data_ptr() != logits.untyped_storage().data_ptr()
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.12")
+def test_extra_generators_and_the_greedy_rows_generators_stay_untouched():
+    generators = fresh_generators()
+    before = {request: state(generator) for request, generator in generators.items()}
+
+    step(["b", "d"], generators, [1.0, 0.0])
+
+    for request in ("a", "c", "d", "e"):
+        assert torch.equal(state(generators[request]), before[request]), f"{request} moved"
+    probe = generators["b"]
+    after_one = seeded_generator(SEEDS["b"])
+    torch.multinomial(torch.ones(1, 9), 1, generator=after_one)  # one draw of 9 categories
+    assert torch.equal(state(probe), state(after_one)), "b's generator moved by more than one draw"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.7")
+def test_a_repeated_request_id_later_in_the_batch_is_rejected():
+    rejects_before_drawing("request_ids", ["a", "b", "c", "b"], fresh_generators(), [1.0] * 4)
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.9")
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, -1e-9], ids=["+inf", "-inf", "tiny negative"])
+def test_a_temperature_not_finite_or_below_zero_in_row_two_is_rejected(bad):
+    rejects_before_drawing("temperatures", ["a", "b", "c"], fresh_generators(), [0.0, 1.0, bad])
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.10")
+@pytest.mark.parametrize(
+    ("logits", "errors"),
+    [
+        (lambda: torch.stack([ROWS[r] for r in "abc"]).to(torch.int64), WRONG_KIND),
+        (lambda: torch.stack([ROWS[r] for r in "abc"])[None], BAD_VALUE),
+        (lambda: ROWS["a"].clone(), BAD_VALUE),
+    ],
+    ids=["integer logits", "3-D logits", "1-D logits"],
+)
+def test_logits_that_are_not_2_d_floating_are_rejected(logits, errors):
+    rejects_before_drawing(
+        "logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits(), errors=errors
+    )
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.11")
+@pytest.mark.parametrize("row", ["+inf", "all -inf"])
+def test_a_row_with_inf_or_no_finite_logit_is_rejected(row):
+    logits = torch.stack([ROWS[r] for r in "abc"])
+    if row == "+inf":
+        logits[1, 4] = math.inf
+    else:
+        logits[2] = -math.inf
+    rejects_before_drawing("logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits)
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.11")
+def test_minus_inf_logits_rule_tokens_out_but_are_allowed():
+    logits = torch.stack([ROWS[r] for r in "ab"])
+    logits[1, ::2] = -math.inf
+    generators = fresh_generators()
+    got = drawn_tokens(drill.sample_batch(logits, ["a", "b"], generators, [1.0, 1.0]), 2)
+    probs = torch.softmax(logits[1:].float(), dim=-1)
+    want = int(torch.multinomial(probs, 1, generator=seeded_generator(SEEDS["b"])))
+    assert got[1] == want and got[1] % 2 == 1, f"row 1 drew {got[1]}, want {want}"
+
+
+# ---- extension: the reference's doors past the contract ----
+
+
+@pytest.mark.extension
+@pytest.mark.clause("PT28.13")
+@pytest.mark.parametrize(
+    ("argument", "case"),
+    [
+        ("logits", "meta"),
+        ("temperatures", "a bool"),
+        ("temperatures", "a string"),
+        ("request_ids", "unhashable"),
+        ("generators", "not a mapping"),
+    ],
+)
+def test_the_reference_rejects_inputs_the_contract_leaves_undefined(argument, case):
+    requests, temperatures, logits = ["a", "b", "c"], [1.0, 1.0, 1.0], None
+    generators = fresh_generators()
+    if case == "meta":
+        logits = torch.empty(3, 9, device="meta")
+    elif case == "a bool":
+        temperatures = [1.0, True, 1.0]
+    elif case == "a string":
+        temperatures = [1.0, 1.0, "1.0"]
+    elif case == "unhashable":
+        requests = ["a", ["b"], "c"]
+    else:
+        generators = list(generators.values())
+    if isinstance(generators, dict):
+        rejects_before_drawing(argument, requests, generators, temperatures, logits, WRONG_KIND)
+    else:
+        before = [state(g) for g in generators]
+        stacked = torch.stack([ROWS[r] for r in "abc"])
+        assert_rejects(
+            lambda: drill.sample_batch(stacked, requests, generators, temperatures),
+            WRONG_KIND,
+            argument,
+        )
+        assert all(torch.equal(state(g), b) for g, b in zip(generators, before, strict=True))
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.4")
+@pytest.mark.parametrize("temperature", [0.2, 5.0], ids=["sharp", "flat"])
+def test_three_steps_at_a_far_temperature_draw_what_each_request_draws_alone(temperature):
+    generators = fresh_generators()
+    seen = {request: [] for request in IDS}
+    for _ in range(3):
+        for request, token in step(IDS, generators, [temperature] * 5).items():
+            seen[request].append(token)
+    assert seen == {request: alone(request, temperature, steps=3) for request in IDS}
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.4")
+def test_a_row_with_one_finite_logit_draws_that_token():
+    logits = torch.stack([ROWS[r] for r in "ab"])
+    logits[1] = -math.inf
+    logits[1, 6] = 0.5
+    generators = fresh_generators()
+
+    got = drawn_tokens(drill.sample_batch(logits, ["a", "b"], generators, [1.0, 1.3]), 2)
+
+    assert got == [alone("a", 1.0)[0], 6], f"got {got}"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.4", "PT28.6")
+def test_a_vocabulary_of_one_token_always_gives_token_zero():
+    logits = torch.tensor([[0.3], [-2.0]])
+    got = drill.sample_batch(logits, ["a", "b"], fresh_generators(), [1.0, 0.0])
+    assert drawn_tokens(got, 2) == [0, 0]
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT28.11")
+def test_an_empty_vocabulary_is_rejected():
+    logits = torch.empty(3, 0)
     rejects_before_drawing("logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits)

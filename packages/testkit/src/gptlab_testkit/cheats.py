@@ -1,4 +1,4 @@
-"""`python -m gptlab_testkit.cheats DIR [--all]`: hostile submissions must earn no credit.
+"""`python -m gptlab_testkit.cheats DIR [--quick | --all]`: hostile submissions earn no credit.
 
 By default (`nox -s known_bad`: it must stay cheap) every enforced `cheat_*.py` of DIR,
 its honest twins and the `class_*` folders are graded in ONE class run (`grade
@@ -6,7 +6,9 @@ its honest twins and the `class_*` folders are graded in ONE class run (`grade
 drills' suites in a scratch folder (never the working tree: a class run puts back any
 change to its checkout, another engineer's edit included); the cheats named in
 `GRADESCOPE` (those that attack grade's own files: the report, `results.json`) are also
-graded singly through grade's Gradescope path. `--all`: every cheat singly, as below.
+graded singly through grade's Gradescope path. `--quick` (what `nox -s known_bad` runs)
+puts only the `QUICK` cheats, one per kind, in the class run. `--all`: every cheat
+singly, as below.
 
 Singly, a cheat is graded as a learner's file is, by `python -m gptlab_testkit.grade
 VARIABLE=FILE --json J --gradescope G` in a fresh process from the repository root: the
@@ -78,7 +80,7 @@ def earned(cheat: Cheat, root: Path) -> int:
     """What the cheat's values earn honestly: its count, or its honest twin's passes."""
     if isinstance(cheat.earned, int):
         return cheat.earned
-    twin = cheat.path.parent / cheat.earned
+    twin = (cheat.path.parent / cheat.earned).resolve()
     if twin not in _TWINS:
         honest = Cheat(twin, cheat.variable, "", "", 0)
         _TWINS[twin] = _run_grade(honest, root)[1]
@@ -102,7 +104,7 @@ def _run_grade(cheat: Cheat, root: Path) -> tuple[int, int, float, bool]:
         report, gradescope = Path(scratch) / "grade.json", Path(scratch) / "results.json"
         command = [sys.executable, "-m", "gptlab_testkit.grade",
                    f"{cheat.variable}={cheat.path}", "--json", str(report),
-                   "--gradescope", str(gradescope), "--timeout", "30"]  # fmt: skip
+                   "--gradescope", str(gradescope), "--timeout", TIMEOUT]  # fmt: skip
         done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
         if cheat.late_s:
             time.sleep(cheat.late_s)
@@ -148,7 +150,7 @@ def grade_class_cheat(folder: Path, root: Path) -> tuple[bool, str]:
         before = sorted(p.name for p in (mirror / "packages/drills/tests/p19").iterdir())
         out = Path(scratch) / "out"
         command = [sys.executable, "-m", "gptlab_testkit.grade", "--submissions", str(folder),
-                   "--out", str(out), "--timeout", "30"]  # fmt: skip
+                   "--out", str(out), "--timeout", TIMEOUT]  # fmt: skip
         subprocess.run(command, cwd=mirror, capture_output=True, text=True, check=False)
         after = sorted(p.name for p in (mirror / "packages/drills/tests/p19").iterdir())
         try:
@@ -165,6 +167,16 @@ def grade_class_cheat(folder: Path, root: Path) -> tuple[bool, str]:
         )
 
 
+# `--quick` (nox -s known_bad, where the step must stay near a minute): one cheat per kind
+# in the class run (pytest's entry points, the testkit's records, the comparisons, the
+# caller's frames, the reference, skipping, dropping), the class_* folders, GRADESCOPE.
+QUICK = (
+    "cheat_p19_report_from_item_and_call.py", "cheat_p19_testkit_records.py",
+    "cheat_p19_comparisons.py", "cheat_p19_frame_oracle.py", "cheat_p19_exec_reference.py",
+    "cheat_p19_skips_what_it_fails.py", "cheat_p19_drops_tests.py",
+)  # fmt: skip
+# Per test: generous, so a loaded CI machine cannot make a twin earn less than its cheat.
+TIMEOUT = "120"
 # What a class_* folder's submissions return: they may earn what this honest file earns.
 CLASS_TWIN = "_honest_p19_zeros.py"
 # Cheats that attack grade's own output files: graded singly through the Gradescope path.
@@ -203,7 +215,11 @@ def _row_said(row: dict[str, Any], out: Path) -> str:
 
 def batch(cheats: list[Cheat], classes: list[Path], root: Path) -> list[tuple[str, bool, str]]:
     """Every cheat, twin and class folder in one class run: (name, held, line) each."""
-    twins = {c.path.parent / c.earned: c.variable for c in cheats if isinstance(c.earned, str)}
+    twins = {
+        (c.path.parent / c.earned).resolve(): c.variable
+        for c in cheats
+        if isinstance(c.earned, str)
+    }
     if classes:
         twins.setdefault(classes[0].parent / CLASS_TWIN, "DRILL_P19_MODULE")
     with tempfile.TemporaryDirectory(prefix="gptlab-cheats-") as scratch_name:
@@ -222,7 +238,7 @@ def batch(cheats: list[Cheat], classes: list[Path], root: Path) -> list[tuple[st
                 tamperers[name] = folder.name
         before = _snapshot(mirror)
         command = [sys.executable, "-m", "gptlab_testkit.grade", "--submissions",
-                   str(submissions), "--out", str(out), "--timeout", "30"]  # fmt: skip
+                   str(submissions), "--out", str(out), "--timeout", TIMEOUT]  # fmt: skip
         done = subprocess.run(command, cwd=mirror, capture_output=True, text=True, check=False)
         try:
             payload = json.loads((out / "class.json").read_text(encoding="utf-8"))
@@ -281,10 +297,10 @@ def main(argv: list[str]) -> int:
     if not argv or {"-h", "--help"} & set(argv):
         print(__doc__)
         return 0 if argv else 2
-    every = "--all" in argv
+    every, quick = "--all" in argv, "--quick" in argv
     root = Path.cwd()
     failures = 0
-    for folder in (Path(a) for a in argv if a != "--all"):
+    for folder in (Path(a) for a in argv if a not in ("--all", "--quick")):
         cheats = [read_cheat(path) for path in sorted(folder.glob("cheat_*.py"))]
         classes = [p.resolve() for p in sorted(folder.glob("class_*"))]
         if every:
@@ -295,7 +311,8 @@ def main(argv: list[str]) -> int:
             continue
         enforced = [cheat for cheat in cheats if cheat.enforced]
         by_name = {cheat.path.name: cheat for cheat in cheats}
-        for name, held, line in batch(enforced, classes, root):
+        batched = [c for c in enforced if not quick or c.path.name in QUICK]
+        for name, held, line in batch(batched, classes, root):
             failures += _report(name, by_name.get(name), held, line)
         for cheat in enforced:
             if cheat.path.name in GRADESCOPE:
@@ -304,6 +321,11 @@ def main(argv: list[str]) -> int:
             if not cheat.enforced:
                 print(f"{'not enforced':16} {cheat.path.name}: {cheat.cheat} ({cheat.why};"
                       " graded with --all)")  # fmt: skip
+        if quick:
+            left = [
+                c.path.name for c in enforced if c not in batched and c.path.name not in GRADESCOPE
+            ]
+            print(f"{'not run':16} (--quick) {', '.join(left) or 'none'}")
     return 1 if failures else 0
 
 
