@@ -67,12 +67,13 @@ def test_a_checkpoint_with_biases_does_not_load_strictly(m02):
 @pytest.mark.clause("M02.15")
 @pytest.mark.parametrize("edit", ["missing", "misshaped"])
 def test_a_checkpoint_missing_a_key_or_misshaped_does_not_load_strictly(m02, edit):
+    """A norm gain: a key no fused storage (M02.34) renames, so every error can name it."""
     config = m02.config()
     state = m02.random_state(config, seed=6)
-    key = "model.layers.1.mlp.up_proj.weight"
+    key = "model.layers.1.post_attention_layernorm.weight"
     if edit == "missing":
         del state[key]
     else:
-        state[key] = state[key][:, :-1]
+        state[key] = state[key][:-1]
     model = m02.model(config)
     assert_rejects(lambda: model.load_state_dict(state, strict=True), LOAD_ERRORS, key)

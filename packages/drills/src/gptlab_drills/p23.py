@@ -59,8 +59,10 @@ def _check_axis(name: str, tensor: Tensor, axis: int | None) -> None:
 
 def _check_input(x: Tensor, axis: int | None) -> None:
     if not isinstance(x, Tensor) or not x.is_floating_point():
-        raise ValueError(f"x must be a floating-point tensor, got {getattr(x, 'dtype', x)}")
+        raise TypeError(f"x must be a floating-point tensor, got {getattr(x, 'dtype', x)}")
     _check_axis("x", x, axis)
+    if x.device.type == "meta":  # no values: no range
+        raise ValueError("x is a meta tensor: there is no range to quantize")
     if x.numel() == 0:
         raise ValueError("x is empty: there is no range to quantize")
     if not bool(torch.isfinite(x).all()):
@@ -68,15 +70,17 @@ def _check_input(x: Tensor, axis: int | None) -> None:
 
 
 def _check_params(q: Tensor, scale: Tensor, zero_point: Tensor, axis: int | None) -> None:
-    if not isinstance(q, Tensor) or q.is_floating_point():
-        raise ValueError(f"q must be an integer tensor, got {getattr(q, 'dtype', q)}")
+    if not isinstance(q, Tensor) or q.is_floating_point() or q.dtype == torch.bool:
+        raise TypeError(f"q must be an integer tensor, got {getattr(q, 'dtype', q)}")
     _check_axis("q", q, axis)
     channels = () if axis is None else (q.shape[axis],)
-    for name, param in (("scale", scale), ("zero_point", zero_point)):
-        if not isinstance(param, Tensor) or tuple(param.shape) != channels:
+    for name, param in (("q", q), ("scale", scale), ("zero_point", zero_point)):
+        if not isinstance(param, Tensor) or param.device.type == "meta":
+            raise TypeError(f"{name} must be a tensor with values, got {type(param).__name__}")
+        if name != "q" and tuple(param.shape) != channels:
             raise ValueError(f"{name} must have shape {list(channels)} for axis={axis}")
-    if not bool((scale > 0).all()):
-        raise ValueError("scale must be positive")
+    if not bool(((scale > 0) & torch.isfinite(scale)).all()):  # NaN fails both
+        raise ValueError("scale must be positive and finite")
 
 
 __all__ = ["dequantize_affine", "quantize_affine"]

@@ -4,7 +4,8 @@ TiedLM(vocab_size, d_model, hidden): token embedding, one residual MLP block, a 
 a bias-free head whose weight is the embedding matrix itself (one Parameter, one storage).
 forward(input_ids [B, T] long) -> logits [B, T, vocab_size].
 load_state_dict refuses, before any write, a checkpoint whose two entries for the shared
-matrix (`embedding.weight`, `head.weight`) differ: loading it would keep whichever came last.
+matrix (`embedding.weight`, `head.weight`) differ (loading it would keep whichever came
+last), and one with missing, unexpected or misshaped entries (torch copies the rest first).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class TiedLM(nn.Module):
     def load_state_dict(
         self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
     ) -> _IncompatibleKeys:
+        _check_fit(self.state_dict(), state_dict, strict)
         embedding, head = (state_dict.get(key) for key in TIED)
         if isinstance(embedding, Tensor) and isinstance(head, Tensor):
             same = embedding.shape == head.shape and torch.equal(embedding, head.to(embedding))
@@ -51,6 +53,22 @@ class TiedLM(nn.Module):
         result: _IncompatibleKeys = super().load_state_dict(state_dict, strict, assign)
         self.head.weight = self.embedding.weight  # assign=True swaps in two new Parameters
         return result
+
+
+def _check_fit(own: Mapping[str, Tensor], state_dict: Mapping[str, Any], strict: bool) -> None:
+    """Refuse, before any write, a checkpoint torch would refuse only after copying the rest."""
+    missing = sorted(set(own) - set(state_dict)) if strict else []
+    unexpected = sorted(set(state_dict) - set(own)) if strict else []
+    misshaped = sorted(
+        key
+        for key in set(own) & set(state_dict)
+        if not isinstance(state_dict[key], Tensor) or state_dict[key].shape != own[key].shape
+    )
+    if missing or unexpected or misshaped:
+        raise ValueError(
+            f"state_dict does not fit TiedLM: missing {missing}, unexpected {unexpected}, "
+            f"misshaped or not tensors {misshaped}"
+        )
 
 
 __all__ = ["TiedLM"]

@@ -190,7 +190,7 @@ def test_logits_without_a_token_axis_or_tokens_are_a_value_error(shape):
 
 
 @pytest.mark.clause("P08.7")
-@pytest.mark.parametrize("temperature", [0.5, 1.0, 0.0])
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 0.0, 1e37])
 def test_a_masked_token_gets_zero_and_the_rest_of_its_row_is_unchanged(temperature):
     inf = math.inf
     logits = torch.tensor([[1.0, 2.0, -0.5], [0.3, -inf, 1.2]], device=test_device())
@@ -203,7 +203,7 @@ def test_a_masked_token_gets_zero_and_the_rest_of_its_row_is_unchanged(temperatu
 
 
 @pytest.mark.clause("P08.7", "P08.4")
-@pytest.mark.parametrize("temperature", [0.8, 1e39])
+@pytest.mark.parametrize("temperature", [0.8, 1e37])
 def test_masked_tokens_in_a_later_row_get_zero_and_the_row_sums_to_one(temperature):
     inf = math.inf
     logits = torch.tensor([[0.1, 0.2, 0.3, 0.4], [-inf, 2.0, -inf, 1.0]], device=test_device())
@@ -266,3 +266,17 @@ def test_logits_and_temperature_are_positional():
 
     assert_binds(drill.temperature_probs, logits, 1)
     assert_close(probs(logits, 1).double(), loop_probs(logits, 1.0), "T given as int 1")
+
+
+@pytest.mark.clause("P08.5")
+@pytest.mark.parametrize("temperature", [1.0, 2.0])
+def test_fp32_logits_near_the_dtypes_limits_are_shifted_by_their_own_row_max(temperature):
+    logits = torch.tensor(
+        [[3.0e38, 2.9e38, -3.0e38], [-3.0e38, -2.9e38, -3.0e38]], device=test_device()
+    )
+
+    got = probs(logits, temperature)
+
+    assert torch.isfinite(got).all(), f"non-finite probabilities: {got}"
+    want = loop_probs(logits, temperature)
+    assert_close(got.double(), want, f"logits near ±3e38 at T={temperature}", atol=1e-6)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit.boundary import BAD_VALUE, WRONG_KIND
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P23_MODULE")
@@ -43,7 +44,8 @@ def round_trip(x: torch.Tensor, axis: int | None = None):
     assert q.shape == x.shape, f"q shape {tuple(q.shape)}, x {tuple(x.shape)}"
     assert q.dtype in LEVELS, f"q must be uint8 or int8, got {q.dtype}"
     back = drill.dequantize_affine(q, scale, zero_point, axis)
-    assert back.is_floating_point() and back.shape == x.shape
+    assert back.dtype == torch.float32, f"dequantize_affine returned {back.dtype}, not float32"
+    assert back.shape == x.shape, f"x' shape {tuple(back.shape)}, x {tuple(x.shape)}"
     return q, params(scale), back.double()
 
 
@@ -59,6 +61,7 @@ def assert_within_half_a_step(x, axis, scale, back):
     assert worst <= 0, f"round-trip error exceeds scale / 2 by {float(worst):.3g}"
 
 
+@pytest.mark.clause("P23.2", "P23.4")
 def test_per_tensor_round_trip_is_within_half_a_step():
     x = seeded(4, 6, seed=1) * 3
     _, scale, back = round_trip(x)
@@ -68,12 +71,14 @@ def test_per_tensor_round_trip_is_within_half_a_step():
     assert_within_half_a_step(x, None, scale, back)
 
 
+@pytest.mark.clause("P23.5")
 def test_zero_round_trips_exactly_even_when_every_value_is_positive():
     for x in (tensor([[0.0, 0.3, 2.5], [1.0, 0.0, 4.0]]), tensor([-3.0, 0.0, 7.5, 0.0])):
         _, _, back = round_trip(x)
         assert bool((back[x == 0] == 0).all()), f"zeros came back as {back[x == 0].tolist()}"
 
 
+@pytest.mark.clause("P23.4")
 def test_the_extremes_use_the_first_and_last_level():
     x = seeded(3, 5, seed=2)
     q, _, _ = round_trip(x)
@@ -81,6 +86,7 @@ def test_the_extremes_use_the_first_and_last_level():
     assert int(q[x == x.min()].item()) == qmin and int(q[x == x.max()].item()) == qmax
 
 
+@pytest.mark.clause("P23.6", "P23.2")
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_each_channel_gets_its_own_scale(axis):
     x = seeded(3, 4, seed=3)
@@ -93,6 +99,7 @@ def test_each_channel_gets_its_own_scale(axis):
     assert_within_half_a_step(x, axis % x.dim(), scale, back)
 
 
+@pytest.mark.clause("P23.7")
 def test_an_all_zero_tensor_has_a_defined_scale_and_comes_back_zero():
     x = torch.zeros(3, 4, device=test_device())
     _, scale, back = round_trip(x)
@@ -100,6 +107,7 @@ def test_an_all_zero_tensor_has_a_defined_scale_and_comes_back_zero():
     assert torch.equal(back, torch.zeros_like(back)), "an all-zero tensor changed"
 
 
+@pytest.mark.clause("P23.7")
 def test_an_all_zero_channel_beside_others_comes_back_zero():
     x = seeded(3, 4, seed=4)
     x[:, 2] = 0.0
@@ -109,6 +117,7 @@ def test_an_all_zero_channel_beside_others_comes_back_zero():
     assert_within_half_a_step(x, 1, scale, back)
 
 
+@pytest.mark.clause("P23.4")
 @pytest.mark.parametrize("axis", [None, 0], ids=["per tensor", "per channel"])
 def test_the_top_value_clamps_to_the_last_level_instead_of_wrapping(axis):
     # scale is exactly 1 and the zero point 2: 253.5 rounds to 254, plus 2 is one past the top.
@@ -119,6 +128,7 @@ def test_the_top_value_clamps_to_the_last_level_instead_of_wrapping(axis):
     assert_within_half_a_step(x, axis, scale, back)
 
 
+@pytest.mark.clause("P23.2", "P23.4", "P23.6")
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_any_tensor_and_axis_round_trip_within_half_a_step(data):
@@ -134,12 +144,14 @@ def test_any_tensor_and_axis_round_trip_within_half_a_step(data):
     assert bool((back[x == 0] == 0).all())
 
 
+@pytest.mark.clause("P23.3")
 def test_half_precision_input_is_accepted():
     x = seeded(2, 8, seed=5, dtype=torch.bfloat16)
     _, scale, back = round_trip(x)
     assert_within_half_a_step(x.float(), None, scale, back)
 
 
+@pytest.mark.clause("P23.11")
 def test_inputs_are_only_read():
     x = seeded(3, 4, seed=6)
     with inputs_untouched(x=x):
@@ -153,11 +165,13 @@ def test_inputs_are_only_read():
 # ---- rejection ----
 
 
+@pytest.mark.clause("P23.8")
 def test_an_integer_input_is_rejected():
     x = torch.arange(6, device=test_device()).reshape(2, 3)
-    assert_rejects(lambda: drill.quantize_affine(x), ValueError, "x")
+    assert_rejects(lambda: drill.quantize_affine(x), WRONG_KIND, "x")
 
 
+@pytest.mark.clause("P23.8")
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")], ids=["nan", "inf"])
 def test_an_input_without_a_finite_range_is_rejected(bad):
     x = seeded(2, 3, seed=7)
@@ -165,11 +179,13 @@ def test_an_input_without_a_finite_range_is_rejected(bad):
     assert_rejects(lambda: drill.quantize_affine(x), ValueError, "x")
 
 
+@pytest.mark.clause("P23.9")
 @pytest.mark.parametrize("axis", [2, -3])
 def test_an_axis_outside_the_input_is_rejected(axis):
     assert_rejects(lambda: drill.quantize_affine(seeded(2, 3, seed=8), axis), ValueError, "axis")
 
 
+@pytest.mark.clause("P23.10")
 def test_per_channel_scales_of_the_wrong_length_are_rejected():
     x = seeded(2, 3, seed=9)
     q, scale, zero_point = drill.quantize_affine(x, 1)
@@ -177,3 +193,66 @@ def test_per_channel_scales_of_the_wrong_length_are_rejected():
     assert_rejects(
         lambda: drill.dequantize_affine(q, short, zero_point, 1), ValueError, ("scale", "axis")
     )
+
+
+@pytest.mark.clause("P23.8")
+@pytest.mark.parametrize("kind", ["bool", "list", "empty", "meta"])
+def test_an_input_of_another_kind_or_without_values_is_rejected(kind):
+    x = {
+        "bool": seeded(2, 3, seed=10) > 0,
+        "list": [[0.5, -1.0]],
+        "empty": seeded(0, 3, seed=10),
+        "meta": torch.empty(2, 3, device="meta"),
+    }[kind]
+    errors = WRONG_KIND if kind in ("bool", "list") else BAD_VALUE
+    assert_rejects(lambda: drill.quantize_affine(x), errors, "x")
+
+
+@pytest.mark.clause("P23.9")
+@pytest.mark.parametrize("axis", [True, 1.0], ids=repr)
+def test_an_axis_that_is_not_an_int_is_rejected(axis):
+    x = seeded(2, 3, seed=11)
+    with inputs_untouched(x=x):
+        assert_rejects(lambda: drill.quantize_affine(x, axis), WRONG_KIND, "axis")
+
+
+def quantized_rows() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    q, scale, zero_point = drill.quantize_affine(seeded(3, 4, seed=12), 0)
+    return q, torch.as_tensor(scale), torch.as_tensor(zero_point)
+
+
+@pytest.mark.clause("P23.10")
+@pytest.mark.parametrize("bad", [0.0, float("nan"), float("inf"), -0.5], ids=repr)
+def test_a_scale_that_is_not_positive_and_finite_is_rejected_on_row_one(bad):
+    q, scale, zero_point = quantized_rows()
+    scale = scale.clone()
+    scale[1] = bad
+    with inputs_untouched(q=q, scale=scale, zero_point=zero_point):
+        assert_rejects(lambda: drill.dequantize_affine(q, scale, zero_point, 0), BAD_VALUE, "scale")
+
+
+@pytest.mark.clause("P23.10")
+@pytest.mark.parametrize("kind", ["float q", "bool q", "short zero_point"])
+def test_a_floating_q_or_a_zero_point_of_the_wrong_length_is_rejected(kind):
+    q, scale, zero_point = quantized_rows()
+    if kind == "float q":
+        q, names = q.float(), "q"
+    elif kind == "bool q":
+        q, names = q > 100, "q"
+    else:
+        zero_point, names = zero_point[:2].clone(), ("zero_point", "axis")
+    with inputs_untouched(q=q, scale=scale, zero_point=zero_point):
+        assert_rejects(lambda: drill.dequantize_affine(q, scale, zero_point, 0), WRONG_KIND, names)
+
+
+@pytest.mark.clause("P23.1", "P23.3")
+def test_positional_per_tensor_calls_give_float32_back():
+    x = seeded(2, 5, seed=13, dtype=torch.float16)
+    try:
+        q, scale, zero_point = drill.quantize_affine(x)
+        back = drill.dequantize_affine(q, scale, zero_point)
+    except TypeError as error:  # a signature mismatch
+        raise AssertionError(f"quantize_affine(x) / dequantize_affine(q, s, z): {error}") from error
+    assert q.dtype in LEVELS, f"q must be uint8 or int8, got {q.dtype}"
+    assert back.dtype == torch.float32, f"dequantize_affine returned {back.dtype}"
+    assert_within_half_a_step(x.float(), None, params(scale), back.double())

@@ -9,6 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gptlab_drills.catalogue import DRILLS
 from gptlab_testkit import assert_close, candidate, test_device
 
 drill = candidate("DRILL_PT06_MODULE")
@@ -189,6 +190,12 @@ def test_the_constructor_takes_the_artifacts_arguments_and_dropout_defaults_to_z
     for name in ("embedding", "layers", "final_norm", "head"):
         assert hasattr(model, name), f"TinyDecoder has no attribute {name}"
     assert len(model.layers) == 3 and callable(model.add_layer)
+    torch.manual_seed(0)
+    default = drill.TinyDecoder(vocab_size=VOCAB, d_model=8, n_heads=2, n_layers=2).train()
+    default.to(test_device())
+    trained = default(tokens())
+    same = torch.equal(trained, default.eval()(tokens()))
+    assert same, "without a dropout argument, train and eval logits differ: dropout is not 0.0"
 
 
 @pytest.mark.contract
@@ -253,3 +260,34 @@ def test_an_appended_layer_is_saved_and_loaded_with_the_rest():
     assert any(key.startswith("layers.3.") for key in saved.state_dict()), "no layers.3 keys"
     fresh.load_state_dict(saved.state_dict(), strict=True)
     assert torch.equal(fresh(tokens()), saved(tokens()))
+
+
+def artifact_module():
+    """The supplied start file, imported on its own (its math is what the repair keeps)."""
+    import importlib.util
+
+    path = DRILLS["PT06"].starting_artifact()
+    spec = importlib.util.spec_from_file_location("pt06_artifact_for_math", str(path))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT06.11")
+@pytest.mark.parametrize("n_layers", [1, 3], ids=["one layer", "three layers"])
+def test_the_repaired_model_computes_the_artifacts_math(n_layers):
+    torch.manual_seed(7)
+    start = artifact_module().TinyDecoder(vocab_size=VOCAB, d_model=8, n_heads=2,
+                                          n_layers=n_layers).eval()  # fmt: skip
+    state = dict(start.state_dict())  # the artifact's own keys miss its (listed) layers
+    for i, layer in enumerate(start.layers):
+        state.update({f"layers.{i}.{k}": v for k, v in layer.state_dict().items()})
+    model = build(1, n_layers).eval().cpu()
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        raise AssertionError(f"the artifact's weights do not fit the repair: {error}") from error
+    ids = tokens().cpu()
+    assert_close(model(ids), start(ids), "repaired logits vs the artifact's", atol=1e-6, rtol=1e-6)

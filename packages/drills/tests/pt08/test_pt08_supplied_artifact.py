@@ -11,6 +11,7 @@ from gptlab_testkit import candidate
 pytestmark = [pytest.mark.owner("pt08"), pytest.mark.extension]
 
 
+@pytest.mark.clause("PT08.10")
 def test_the_tie_survives_a_load_that_assigns_new_tensors():
     drill = candidate("DRILL_PT08_MODULE")
     torch.manual_seed(0)

@@ -8,12 +8,12 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit import BAD_VALUE, assert_close, assert_rejects, candidate, test_device
 from gptlab_testkit.boundary import tensor_state
 
 drill = candidate("DRILL_PT08_MODULE")
 
-pytestmark = [pytest.mark.owner("pt08"), pytest.mark.contract]
+pytestmark = [pytest.mark.owner("pt08")]  # each test says contract or extension
 
 VOCAB, WIDTH = 11, 6
 TIED = ("embedding.weight", "head.weight")
@@ -37,12 +37,16 @@ def model_state(model) -> dict:
     return {name: tensor_state(t) for name, t in model.state_dict(keep_vars=True).items()}
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.1", "PT08.5")
 def test_the_head_weight_is_the_embedding_parameter():
     model = build(0)
 
     assert model.head.weight is model.embedding.weight
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.5")
 def test_the_tie_shares_one_storage_in_the_model_and_its_state_dict():
     model = build(0)
     state = model.state_dict()
@@ -52,6 +56,8 @@ def test_the_tie_shares_one_storage_in_the_model_and_its_state_dict():
     assert state[TIED[0]].data_ptr() == state[TIED[1]].data_ptr()
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.4")
 @pytest.mark.parametrize("through", ["embedding", "head"])
 def test_a_write_through_either_shows_in_the_other_and_in_the_logits(through):
     model = build(0).eval()
@@ -66,6 +72,8 @@ def test_a_write_through_either_shows_in_the_other_and_in_the_logits(through):
     assert_close(model(tokens()), want, "logits vs the embedding matrix used as the head")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.6")
 def test_the_shared_matrix_is_counted_once():
     model = build(0)
 
@@ -75,6 +83,8 @@ def test_the_shared_matrix_is_counted_once():
     assert sum(p.numel() for p in model.parameters()) == expected
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.6")
 def test_the_shared_gradient_sums_both_uses():
     model = build(0)
     model(tokens()).logsumexp(-1).mean().backward()
@@ -88,6 +98,8 @@ def test_the_shared_gradient_sums_both_uses():
     assert_close(model.embedding.weight.grad, want, "shared grad vs the sum of both uses")
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.7")
 def test_the_tie_survives_a_strict_load_and_the_logits_follow_the_checkpoint():
     source, model = build(0).eval(), build(1).eval()
 
@@ -97,6 +109,8 @@ def test_the_tie_survives_a_strict_load_and_the_logits_follow_the_checkpoint():
     assert torch.equal(model(tokens()), source(tokens()))
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.7")
 def test_a_checkpoint_with_separate_but_equal_entries_loads_and_stays_tied():
     source, model = build(0).eval(), build(1).eval()
 
@@ -106,6 +120,8 @@ def test_a_checkpoint_with_separate_but_equal_entries_loads_and_stays_tied():
     assert torch.equal(model(tokens()), source(tokens()))
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.3", "PT08.7")
 def test_the_tie_survives_a_dtype_move():
     model = build(0).to(torch.float64)
 
@@ -113,6 +129,8 @@ def test_the_tie_survives_a_dtype_move():
     assert model.head.weight.dtype == torch.float64
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.8")
 def test_an_untied_checkpoint_is_refused_before_any_write_naming_the_keys():
     model = build(1)
     state = untied_copy(build(0).state_dict())
@@ -125,6 +143,8 @@ def test_an_untied_checkpoint_is_refused_before_any_write_naming_the_keys():
     assert model_state(model) == before, "the model changed before the checkpoint was refused"
 
 
+@pytest.mark.contract
+@pytest.mark.clause("PT08.8")
 @settings(max_examples=10, deadline=None)
 @given(
     row=st.integers(0, VOCAB - 1),
@@ -142,3 +162,68 @@ def test_any_difference_between_the_two_entries_is_refused(row, col, delta, key)
                    TIED)  # fmt: skip
 
     assert model_state(model) == before, "the model changed before the checkpoint was refused"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT08.1", "PT08.2", "PT08.3")
+def test_logits_are_b_by_t_by_vocab_from_a_bias_free_head():
+    model = build(0).eval()
+    assert tuple(model.embedding.weight.shape) == (VOCAB, WIDTH)
+    assert model.head.bias is None, "the head must be bias-free"
+    for name in ("mlp", "norm"):
+        assert hasattr(model, name), f"TiedLM has no attribute {name}"
+    logits = model(tokens())
+    assert tuple(logits.shape) == (2, 4, VOCAB) and logits.dtype == torch.float32, logits.shape
+    double = model.to(torch.float64)(tokens())
+    assert double.dtype == torch.float64, f"logits after .to(float64): {double.dtype}"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT08.4")
+def test_the_logits_use_the_embedding_matrix_as_the_head():
+    model = build(3).eval()
+    x = model.embedding(tokens())
+    want = model.norm(x + model.mlp(x)) @ model.embedding.weight.T
+    assert_close(model(tokens()), want, "logits vs norm(x + mlp(x)) @ E^T")
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT08.9")
+def test_a_loaded_checkpoints_tensors_are_copied_in_never_kept():
+    source, model = build(0).eval(), build(1).eval()
+    state = untied_copy(source.state_dict())
+    model.load_state_dict(state, strict=True)
+    want = model(tokens()).clone()
+    with torch.no_grad():
+        for tensor in state.values():
+            tensor.add_(1.0)
+    assert torch.equal(model(tokens()), want), "writing the checkpoint changed the model"
+    assert model.head.weight is model.embedding.weight
+
+
+# ---- extension: the reference's doors past the contract ----
+
+
+@pytest.mark.extension
+@pytest.mark.clause("PT08.10")
+@pytest.mark.parametrize("case", ["missing", "unexpected", "misshaped", "not a tensor"])
+def test_the_reference_refuses_a_checkpoint_that_does_not_fit_before_any_write(case):
+    model = build(1)
+    state = untied_copy(build(0).state_dict())
+    if case == "missing":
+        key = "norm.bias"
+        del state[key]
+    elif case == "unexpected":
+        key = "mlp.9.weight"
+        state[key] = torch.zeros(2)
+    elif case == "misshaped":
+        key = "mlp.0.weight"
+        state[key] = state[key][:, :-1].clone()
+    else:
+        key = "norm.weight"
+        state[key] = state[key].tolist()
+    before = model_state(model)
+
+    assert_rejects(lambda: model.load_state_dict(state, strict=True), BAD_VALUE, "state_dict")
+
+    assert model_state(model) == before, f"the model changed before the {case} entry was refused"

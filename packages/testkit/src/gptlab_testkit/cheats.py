@@ -142,11 +142,7 @@ def grade_class_cheat(folder: Path, root: Path) -> tuple[bool, str]:
     """A class run from a copy of the drills' suites: nobody earns anything, the tamperer
     is named, and the copy's tests are back as they were."""
     with tempfile.TemporaryDirectory(prefix="gptlab-class-cheat-") as scratch:
-        mirror = Path(scratch) / "checkout"
-        (mirror / "packages" / "drills").mkdir(parents=True)
-        shutil.copy(root / "pyproject.toml", mirror / "pyproject.toml")
-        shutil.copytree(root / "packages" / "drills" / "tests", mirror / "packages/drills/tests",
-                        ignore=shutil.ignore_patterns("__pycache__", ".*"))  # fmt: skip
+        mirror = _mirror(root, Path(scratch))
         before = sorted(p.name for p in (mirror / "packages/drills/tests/p19").iterdir())
         out = Path(scratch) / "out"
         command = [sys.executable, "-m", "gptlab_testkit.grade", "--submissions", str(folder),
@@ -186,8 +182,10 @@ GRADESCOPE = ("cheat_p19_detached_writer.py", "cheat_p19_rewrites_report.py")
 def _mirror(root: Path, scratch: Path) -> Path:
     """A copy of what a drill class run reads from its checkout (the drills' suites)."""
     mirror = scratch / "checkout"
-    (mirror / "packages" / "drills").mkdir(parents=True)
+    (mirror / "packages" / "testkit").mkdir(parents=True)
     shutil.copy(root / "pyproject.toml", mirror / "pyproject.toml")
+    # What makes a folder a checkout to grade from: without it grade's suites are this one's.
+    shutil.copy(root / "packages/testkit/pyproject.toml", mirror / "packages/testkit")
     shutil.copytree(root / "packages" / "drills" / "tests", mirror / "packages/drills/tests",
                     ignore=shutil.ignore_patterns("__pycache__", ".*"))  # fmt: skip
     return mirror

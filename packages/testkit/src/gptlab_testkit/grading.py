@@ -275,7 +275,7 @@ _LISTED: dict[tuple[object, ...], Expected] = {}
 
 def _expected(paths: list[str], assignments: dict[str, str], args: list[str]) -> Expected:
     swapped = swapped_variables(assignments)
-    key = (tuple(paths), frozenset(swapped), tuple(args))
+    key = (os.getcwd(), tuple(paths), frozenset(swapped), tuple(args))  # paths are relative
     if key not in _LISTED:
         listed = {variable: assignments[variable] for variable in swapped}
         _LISTED[key] = list_expected(paths, listed, args)
