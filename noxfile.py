@@ -348,6 +348,11 @@ def known_bad(session: nox.Session) -> None:
         "integration_tests/known_bad", str(drills / "known_bad"),
         "--faithful", "integration_tests/faithful", "--faithful", str(drills / "faithful"),
         "--per-drill", f"--floor={KNOWN_BAD_FLOOR}",
+        # One mutant per graded clause of every drill and of M02, each proved by the tests'
+        # own checks (an oracle or a documented error), a semantic clause's by two.
+        "--clause-mutants", str(drills / "clause_mutants"),
+        "--clause-readme", str(drills / "README.md"),
+        "--clause-readme", str(PACKAGES_DIR / "modern_lm" / "README.md"),
         *session.posargs,
     )  # fmt: skip
     # Hostile submissions through grade and its Gradescope file: none may earn credit.

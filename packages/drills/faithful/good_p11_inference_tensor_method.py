@@ -49,7 +49,8 @@ def sample_next_token(logits, *, temperature, top_k=None, top_p=None, generator)
         raise ValueError(f"temperature={temperature} must be finite and non-negative")
     if temperature == 0:
         return logits.argmax(dim=1, keepdim=True)
-    probs = torch.softmax(logits.float() / temperature, dim=1)
+    wide = logits.float()
+    probs = torch.softmax((wide - wide.max(dim=1, keepdim=True).values) / temperature, dim=1)
     if top_k:
         kth = probs.topk(top_k, dim=1).values[:, -1:]
         probs = torch.where(probs >= kth, probs, 0.0)

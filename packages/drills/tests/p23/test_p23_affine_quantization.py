@@ -43,6 +43,12 @@ def round_trip(x: torch.Tensor, axis: int | None = None):
     q, scale, zero_point = drill.quantize_affine(x, axis)
     assert q.shape == x.shape, f"q shape {tuple(q.shape)}, x {tuple(x.shape)}"
     assert q.dtype in LEVELS, f"q must be uint8 or int8, got {q.dtype}"
+    want = (1,) if axis is None else (x.shape[axis],)
+    for name, param in (("scale", scale), ("zero_point", zero_point)):
+        shape = tuple(torch.as_tensor(param).shape)
+        assert shape in ((), (1,)) if axis is None else shape == want, f"{name} shape {shape}"
+    steps = params(scale)
+    assert bool(((steps > 0) & steps.isfinite()).all()), f"scale {steps.tolist()} must be > 0"
     back = drill.dequantize_affine(q, scale, zero_point, axis)
     assert back.dtype == torch.float32, f"dequantize_affine returned {back.dtype}, not float32"
     assert back.shape == x.shape, f"x' shape {tuple(back.shape)}, x {tuple(x.shape)}"
