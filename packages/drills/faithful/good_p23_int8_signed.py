@@ -16,11 +16,11 @@ def _broadcast(values, axis, ndim):
 
 
 def quantize_affine(x, axis=None):
-    if axis is not None and (not isinstance(axis, int) or not -x.ndim <= axis < x.ndim):
+    if axis is not None and (type(axis) is not int or not -x.ndim <= axis < x.ndim):
         raise ValueError(f"axis {axis} is not a dimension of x")
     if not torch.is_tensor(x) or not x.dtype.is_floating_point:
         raise ValueError("x must be a float tensor")
-    if x.numel() == 0 or not torch.isfinite(x).all():
+    if x.is_meta or x.numel() == 0 or not torch.isfinite(x).all():
         raise ValueError("x must be non-empty and finite")
     x32 = x.to(torch.float32)
     rows = x32.reshape(1, -1) if axis is None else x32.movedim(axis, 0).reshape(x.shape[axis], -1)
@@ -37,6 +37,14 @@ def quantize_affine(x, axis=None):
 
 
 def dequantize_affine(q, scale, zero_point, axis=None):
+    if q.dtype.is_floating_point or q.dtype == torch.bool:
+        raise TypeError(f"q must hold integer levels, got {q.dtype}")
+    if axis is not None and (type(axis) is not int or not -q.ndim <= axis < q.ndim):
+        raise ValueError(f"axis {axis} is not a dimension of q")
+    if not torch.is_tensor(scale) or scale.is_meta:
+        raise TypeError("scale must be a tensor holding values")
+    if not (torch.isfinite(scale) & (scale > 0)).all():
+        raise ValueError("every scale must be positive and finite")
     expected = 1 if axis is None else q.shape[axis]
     if scale.numel() != expected or zero_point.numel() != expected:
         raise ValueError(f"scale and zero_point need {expected} entries for axis={axis}")

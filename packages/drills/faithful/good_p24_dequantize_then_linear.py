@@ -9,6 +9,11 @@ VARIABLE = "DRILL_P24_MODULE"
 
 @torch.inference_mode()
 def int8_linear(x, weight, scales, bias=None):
+    for name, t in (("x", x), ("weight", weight), ("scales", scales), ("bias", bias)):
+        if t is not None and t.is_meta:
+            raise ValueError(f"{name} has no values (meta)")
+    if not torch.isfinite(scales).all():
+        raise ValueError("scales must all be finite")
     if weight.dtype is not torch.int8 or weight.ndim != 2:
         raise ValueError(f"weight must be int8 [O, I], got {weight.dtype} {tuple(weight.shape)}")
     out_features, in_features = weight.shape

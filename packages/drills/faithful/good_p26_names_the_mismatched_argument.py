@@ -7,9 +7,17 @@ import torch
 VARIABLE = "DRILL_P26_MODULE"
 
 
-def merge_multimodal_embeddings(input_ids, inputs_embeds, multimodal_embeddings, placeholder_token_id):
-    if input_ids.dim() != 2 or inputs_embeds.dim() != 3 or inputs_embeds.shape[:2] != input_ids.shape:
-        raise ValueError(f"inputs_embeds {tuple(inputs_embeds.shape)} is not [B, T, C] for input_ids")
+def merge_multimodal_embeddings(
+    input_ids, inputs_embeds, multimodal_embeddings, placeholder_token_id
+):
+    if (
+        input_ids.dim() != 2
+        or inputs_embeds.dim() != 3
+        or inputs_embeds.shape[:2] != input_ids.shape
+    ):
+        raise ValueError(
+            f"inputs_embeds {tuple(inputs_embeds.shape)} is not [B, T, C] for input_ids"
+        )
     holes = input_ids == placeholder_token_id
     counts = holes.sum(dim=1).tolist()
     if multimodal_embeddings is None:
@@ -23,7 +31,9 @@ def merge_multimodal_embeddings(input_ids, inputs_embeds, multimodal_embeddings,
         if rows.dim() != 2 or rows.shape[1] != width:
             raise ValueError(f"inputs_embeds is {width} wide, request {b}'s rows are not")
         if rows.shape[0] != counts[b]:
-            raise ValueError(f"input_ids row {b} holds {counts[b]} placeholders, not {rows.shape[0]}")
+            raise ValueError(
+                f"input_ids row {b} holds {counts[b]} placeholders, not {rows.shape[0]}"
+            )
     merged = inputs_embeds.clone()
     for b, rows in enumerate(multimodal_embeddings):
         positions = torch.nonzero(holes[b]).flatten()

@@ -169,6 +169,18 @@ def test_eval_is_deterministic_and_dropout_free(m02):
     assert_close(first, m02.logits(config, state, ids), "eval logits with dropout 0.5")
 
 
+@pytest.mark.clause("M02.32")
+def test_training_mode_applies_dropout(m02):
+    config = m02.config(dropout=0.5)
+    model = m02.loaded(config, m02.random_state(config, seed=7))
+    ids = m02.ids(2, 9, config.vocab_size, seed=8)
+    evaluated = model(ids).logits
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        trained = model.train()(ids).logits
+    assert not trained.allclose(evaluated), "dropout 0.5 changed nothing in training mode"
+
+
 @pytest.mark.clause("M02.11", "M02.19")
 def test_a_float16_forward_with_large_activations_tracks_float32(m02):
     """Embeddings at magnitude ~300 (outlier-sized activations): float16 squares overflow,

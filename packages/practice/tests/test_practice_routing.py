@@ -1,9 +1,10 @@
-"""Routing sends a failure to a drill that owns the invariant: for every owner of
-routing.toml, the first drill it names states that invariant in its contract (its section
-of packages/drills/README.md, clauses and all), read here as the words the invariant needs.
+"""Routing sends a failure to a drill that owns the invariant, or says that none does.
 
-An owner whose best drill does not state its invariant yet is an expected failure naming
-the clause it waits for (strict: it fails once the clause exists, so the mark comes off).
+For every learner-facing owner of routing.toml that names drills, the first one states the
+owner's invariant in a numbered, graded clause of its contract (packages/drills/README.md):
+CLAIM names that clause and the words (lower case, all required) that state the invariant
+there. An owner whose invariant no drill states names none (`drills = []`) and lists
+`related` drills instead; grade and practice then send the repair to the mechanism itself.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit import OWNERS
+from gptlab_testkit import OWNERS, TestResult
+from gptlab_testkit.reporting import routing_lines
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 
@@ -22,131 +24,115 @@ DRILLS_README = ROOT / "packages" / "drills" / "README.md"
 # Owners of the grading tools, not of a learner's invariant: no drill repairs them.
 TOOL_OWNERS = {"grading", "practice", "package_isolation", "trained_pair"}
 
-# {owner: words (lower case, all required) that state its invariant in a drill's contract}
-INVARIANT = {
-    "registration": ("register",),
-    "config_validation": ("rejection", "% heads"),
-    "tying": ("tied",),
-    "head_split": ("split", "merge"),
-    "mask_polarity": ("true", "may attend"),
-    "eval_dropout": ("dropout", "module mode"),
-    "loss_shift": ("shift", "ignore_index"),
-    "gradients": ("autograd",),
-    "tokenwise_cache": ("lengths", "single-token"),
-    "rectangular_mask": ("rectangular",),
-    "cache_immutability": ("storage", "clone"),
-    "cache_validation": ("rejected", "k_cache"),
-    "sampler_determinism": ("generator", "multinomial"),
-    "greedy_decoding": ("greedy", "argmax"),
-    "eos_context": ("eos",),
-    "padded_slots": ("lengths", "padding"),
-    "position_origins": ("position", "absolute"),
-    "cache_metadata": ("cache_lengths", "start"),
-    "modern_architecture": ("kv head",),
-    "fixed_capacity_storage": ("in place", "position - start"),
-    "storage_lifecycle": ("load", "reset"),
-    "kv_cache_validation": ("rejected", "before any write"),
-    "prefix_key": ("namespace", "prefix"),
-    "prefix_lru": ("least recently used",),
-    "snapshot_ownership": ("storage", "clone"),
-    "prefix_runner": ("prefix", "suffix"),
-    "chunked_metadata": ("position",),
-    "speculative_rollback": ("rollback",),
-    "speculative_accounting": ("budget", "eos"),
-    "speculative_sampling": ("multinomial", "probs"),
-    "hf_interop": ("split", "merge"),
-    "serving_decode": ("lengths", "capacity"),
-    "slice_composition": ("lengths", "capacity"),
-    "test_model_factories": ("module mode",),
-    "decoder_forward": ("softmax", "mask"),
-    "llama_interop": ("rotary", "rotate"),
-    "speculative_serving": ("in place", "positions"),
-    "block_allocator": ("reference count", "free"),
-    "block_hash_chain": ("hash", "parent"),
-    "paged_prefix_cache": ("block_table", "shared"),
-    "copy_on_write": ("shared", "copy on write"),
-    "paged_slots": ("block_table", "block_size"),
-    "paged_attention": ("block_table", "gather"),
-    "paged_kv_validation": ("rejected", "block_table"),
-    "speculative_validation": ("rejection", "generator"),
-    "chunked_prefill_validation": ("rejected", "lengths"),
-    "prefix_cache_validation": ("rejected", "positions"),
-    "compiled_decode": ("compile",),
-    "batch_budget": ("budget", "decode"),
-    "preemption": ("preempt",),
-    "block_accounting": ("reference count", "free"),
-    "mixed_batch": ("live", "rows"),
-    "scheduler_validation": ("rejected", "live"),
-    "step_atomicity": ("before any copy", "unchanged"),
-    "modern_config": ("rejected", "multiple of"),
-    "modern_checkpoint": ("state_dict",),
-    "modern_registration": ("register",),
-    "modern_rmsnorm": ("rms",),
-    "modern_rope": ("rotary",),
-    "modern_gqa": ("kv head",),
-    "modern_swiglu": ("silu",),
-    "modern_attention": ("softmax", "may attend"),
-    "modern_decoder": ("softmax", "mask"),
+# {owner: (the clause of its first drill that states the invariant, the words stating it)}
+CLAIM = {
+    "registration": ("PT06.9", ("is registered", "`layers.<i>.` keys")),
+    "config_validation": ("P03.7", ("below 1", "not an int (a bool")),
+    "tying": ("PT08.5", ("`head.weight is embedding.weight`", "one parameter")),
+    "head_split": ("P03.4", ("is head `c // d`", "split[b, h, t, d] = x[b, t, h*d + d]")),
+    "mask_polarity": ("P18.7", ("boolean mask means true = may attend",)),
+    "eval_dropout": ("P17.3", ("dropout", "follows the module mode only")),
+    "gradients": ("PT06.8", ("backward pass gives every layer parameter a gradient",)),
+    "tokenwise_cache": ("P19.4", ("last row of full causal attention",)),
+    "rectangular_mask": ("PT17.4", ("key_positions[b, j] <= query_positions[b, i]",)),
+    "cache_immutability": ("P19.13", ("the caches", "unchanged", "new memory")),
+    "cache_validation": ("P19.11", ("`k_cache` and `v_cache` of different shapes",)),
+    "sampler_determinism": ("P11.18", ("equal generator states", "global rng")),
+    "greedy_decoding": ("P11.4", ("greedy", "`argmax`")),
+    "padded_slots": ("P05.5", ("right padding", "`j < lengths[b]`")),
+    "position_origins": ("PT17.4", ("nonzero origins", "key_positions[b, j] <= query_positions")),
+    "modern_architecture": ("P04.4", ("repeat_interleave", "never the tiled order")),
+    "fixed_capacity_storage": ("P20.4", ("lands in slot `p - start[b]`",)),
+    "kv_cache_validation": ("P20.6", ("at/past s in any row", "before any write")),
+    "snapshot_ownership": ("P22.9", ("new tensor, never a view", "nothing written there")),
+    "chunked_metadata": ("PT17.5", ("a chunk after a cache",)),
+    "serving_decode": ("P19.5", ("at or past a row's length", "leaves the output unchanged")),
+    "test_model_factories": ("P17.3", ("eval-mode output", "follows the module mode only")),
+    "llama_interop": ("P15.4", ("rotate-half", "hugging face llama")),
+    "speculative_serving": ("P20.4", ("lands in slot `p - start[b]`",)),
+    "paged_slots": ("P21.4", ("block_table[b, p // block_size], p % block_size",)),
+    "paged_attention": ("P21.4", ("block_table[b, p // block_size]", "repeated within a row")),
+    "paged_kv_validation": ("P21.7", ("past the row's table", "on any row")),
+    "speculative_validation": ("P11.16", ("before anything is drawn", "get_state()")),
+    "chunked_prefill_validation": ("P05.9", ("`query_length`", "not an int (a bool")),
+    "prefix_cache_validation": ("P20.6", ("in any row", "before any write")),
+    "compiled_decode": ("P27.5", ("`dynamic=false`", "compiles once per new shape")),
+    "mixed_batch": ("P06.4", ("right-padded", "hidden[b, lengths[b] - 1]")),
+    "scheduler_validation": ("PT28.7", ("`request_ids`", "repeating an id", "before any")),
+    "modern_config": ("P04.7", ("below 1", "not an int (a bool")),
+    "modern_checkpoint": ("PT06.5", ("`layers.<i>.` in the state dict", "strict")),
+    "modern_registration": ("PT06.4", ("exactly once in `named_parameters()`",)),
+    "modern_rmsnorm": ("P14.4", ("eps inside the root",)),
+    "modern_rope": ("P15.6", ("each row follows its own positions",)),
+    "modern_gqa": ("P04.4", ("`out[:, h] == kv[:, h // group]`", "never the tiled order")),
+    "modern_swiglu": ("P16.5", ("silu(gate) * up",)),
+    "modern_attention": ("P18.4", ("softmax(q k^t * scale + mask) v", "1/sqrt(d)")),
 }
-# Owners whose best drill does not state the invariant yet: the clause each one waits for.
-WAITING = {
-    "fixed_capacity_storage": "P20: a cache whose positions start at a non-zero start "
-    "(slot = position - start)",
-    "storage_lifecycle": "a drill for load and reset of request storage (valid prefix "
-    "kept, the rest zeroed, storage objects kept)",
-    "loss_shift": "a drill for the shifted cross-entropy (shift, ignore_index=-100)",
-    "prefix_lru": "P21 or another drill: entry-level least-recently-used eviction",
-    "speculative_rollback": "a drill for rolling a cache back by length (rollback)",
-    "speculative_accounting": "a drill for a generation budget and EOS accounting",
-    "block_allocator": "a drill for a block pool's free queue and reference counts",
-    "block_accounting": "a drill for a block pool's free queue and reference counts",
-    "block_hash_chain": "a drill for chained block hashes (parent hash)",
-    "copy_on_write": "a drill for copy on write of a shared block",
-    "preemption": "a drill for preemption by recomputation",
-    "batch_budget": "a drill for one step's token budget, decodes first",
-    "eos_context": "a drill clause: finished rows keep emitting EOS until every row has",
-    "cache_metadata": "P19 or P20 with cache metadata: lengths advance by T, starts kept",
-    "prefix_key": "a drill for the prefix-cache key (namespace, start position, aligned tokens)",
-    "prefix_runner": "a drill for running only the uncached suffix after a prefix hit",
-}
+# Owners whose invariant no drill's contract states: they name `related` drills only.
+UNOWNED = {
+    "loss_shift", "decoder_forward", "hf_interop", "eos_context", "cache_metadata",
+    "storage_lifecycle", "slice_composition", "prefix_key", "prefix_lru", "prefix_runner",
+    "speculative_rollback", "speculative_accounting", "speculative_sampling", "block_allocator",
+    "block_hash_chain", "paged_prefix_cache", "copy_on_write", "batch_budget", "preemption",
+    "block_accounting", "step_atomicity", "modern_decoder",
+}  # fmt: skip
+CLAUSE_LINE = re.compile(r"^- \*\*((?:PT|P)\d+)\.(\d+)\*\* \(([^)]*)\) (.*)$", re.MULTILINE)
 
 
-def sections() -> dict[str, str]:
-    """{drill id: its README section, lower case}."""
+def graded_clauses() -> dict[str, str]:
+    """{clause id: its text, lower case}, the graded clauses of every drill."""
     text = DRILLS_README.read_text(encoding="utf-8")
-    found: dict[str, str] = {}
-    for part in re.split(r"^### ", text, flags=re.MULTILINE)[1:]:
-        found[part.split()[0]] = part.lower()
-    return found
+    return {
+        f"{m[1]}.{m[2]}": m[4].lower() for m in CLAUSE_LINE.finditer(text) if m[3] != "not graded"
+    }
 
 
 LEARNER_OWNERS = sorted(k for k in OWNERS if k not in TOOL_OWNERS and OWNERS[k].package != "drills")
 
 
-def test_every_learner_owner_has_an_invariant_to_check() -> None:
-    assert set(LEARNER_OWNERS) == set(INVARIANT), set(LEARNER_OWNERS) ^ set(INVARIANT)
+def test_every_learner_owner_claims_a_clause_or_says_no_drill_owns_it() -> None:
+    assert not set(CLAIM) & UNOWNED
+    assert set(LEARNER_OWNERS) == set(CLAIM) | UNOWNED, set(LEARNER_OWNERS) ^ (set(CLAIM) | UNOWNED)
 
 
-@pytest.mark.parametrize(
-    "owner",
-    [
-        pytest.param(
-            key,
-            marks=pytest.mark.xfail(reason=f"waits for {WAITING[key]}", strict=True)
-            if key in WAITING
-            else (),
-        )
-        for key in LEARNER_OWNERS
-    ],
-)
-def test_the_first_drill_of_an_owner_states_its_invariant(owner: str) -> None:
+@pytest.mark.parametrize("owner", sorted(CLAIM))
+def test_the_first_drill_of_an_owner_states_its_invariant_in_a_graded_clause(owner: str) -> None:
+    clause, words = CLAIM[owner]
     drills = OWNERS[owner].drills
-    assert drills, f"{owner} routes to no drill"
-    section = sections()[drills[0]]
-    missing = [word for word in INVARIANT[owner] if word not in section]
-    assert not missing, f"{owner} -> {drills[0]}: its contract never says {missing}"
+    assert drills, f"{owner} claims {clause} but routes to no drill"
+    assert clause.split(".")[0] == drills[0], f"{owner}: {clause} is not its first drill's"
+    text = graded_clauses().get(clause)
+    assert text is not None, f"{owner}: {clause} is not a graded clause of {drills[0]}"
+    missing = [word for word in words if word not in text]
+    assert not missing, f"{owner} -> {clause}: the clause never says {missing}"
+
+
+@pytest.mark.parametrize("owner", sorted(UNOWNED))
+def test_an_owner_no_drill_owns_names_related_drills_only(owner: str) -> None:
+    row = OWNERS[owner]
+    assert row.drills == (), f"{owner} claims {row.drills}: add its clause to CLAIM"
+    assert row.related, f"{owner}: name the drills related to it"
+
+
+def test_only_an_unowned_invariant_has_related_drills() -> None:
+    both = [k for k, o in OWNERS.items() if o.drills and o.related]
+    assert not both, f"an owning drill and related ones at once: {both}"
 
 
 def test_a_drill_owner_routes_to_its_own_drill_first() -> None:
     wrong = [k for k, o in OWNERS.items() if o.package == "drills" and o.drills[:1] != (k.upper(),)]
     assert not wrong, wrong
+
+
+def test_grade_says_no_drill_owns_an_unowned_invariant_and_names_the_related() -> None:
+    failed = TestResult("packages/kv_cache/tests/test_x.py::test_load", "kv_cache",
+                        "storage_lifecycle", "contract", (), outcome="failed")  # fmt: skip
+    owned = TestResult("packages/kv_cache/tests/test_x.py::test_slot", "kv_cache",
+                       "fixed_capacity_storage", "contract", (), outcome="failed")  # fmt: skip
+    lines = routing_lines([failed, owned])
+    drills = [line.strip() for line in lines if line.strip().startswith("drills:")]
+    assert drills[0].startswith("drills: P20 in-place K/V append")
+    assert drills[1].startswith(
+        "drills: no drill owns this invariant: repair it in kv_cache itself (related drills: P20"
+    )
+    assert "P01" in drills[1]

@@ -32,7 +32,7 @@ def _check(x: Tensor, weight: Tensor, scales: Tensor, bias: Tensor | None) -> No
     if not isinstance(x, Tensor) or x.dim() != 2 or not x.is_floating_point():
         raise ValueError(f"x must be a float [M, I] tensor, got {described(x)}")
     if not isinstance(weight, Tensor) or weight.dim() != 2 or weight.dtype != torch.int8:
-        raise ValueError(f"weight must be an int8 [O, I] tensor, got {described(weight)}")
+        raise TypeError(f"weight must be an int8 [O, I] tensor, got {described(weight)}")
     out_features, in_features = weight.shape
     if x.shape[1] != in_features:
         raise ValueError(f"x has {x.shape[1]} in-features, weight has {in_features}")
@@ -42,11 +42,16 @@ def _check(x: Tensor, weight: Tensor, scales: Tensor, bias: Tensor | None) -> No
             raise ValueError(f"{name} must be a float tensor, got {described(vector)}")
         if tuple(vector.shape) != (out_features,):
             raise ValueError(f"{name} must have shape [{out_features}], got {list(vector.shape)}")
+    for name, tensor in [("x", x), ("weight", weight), *named]:
+        if tensor.device.type == "meta":  # no values to multiply or check
+            raise ValueError(f"{name} is a meta tensor")
     devices = {x.device, weight.device, scales.device} | (
         {bias.device} if bias is not None else set()
     )
     if len(devices) != 1:
         raise ValueError(f"x, weight, scales and bias must share a device, got {devices}")
+    if not bool(torch.isfinite(scales).all()):  # a NaN scale would poison its whole column
+        raise ValueError("scales must be finite")
 
 
 __all__ = ["int8_linear"]

@@ -201,3 +201,10 @@ def test_a_positional_call_keeps_each_fields_dtype():
         name: t.dtype for name, t in fields.items()
     }, "a compacted field changed dtype"
     assert old_to_new.dtype == torch.int64, f"old_to_new is {old_to_new.dtype}"
+
+
+@pytest.mark.clause("P22.6")
+def test_a_meta_mask_beside_meta_fields_is_rejected():
+    fields = {name: field.to("meta") for name, field in batch(3).items()}
+    live = torch.zeros(3, dtype=torch.bool, device="meta")
+    assert_rejects(lambda: drill.compact_live_rows(fields, live), WRONG_KIND, "live")

@@ -262,3 +262,34 @@ def test_positional_per_tensor_calls_give_float32_back():
     assert q.dtype in LEVELS, f"q must be uint8 or int8, got {q.dtype}"
     assert back.dtype == torch.float32, f"dequantize_affine returned {back.dtype}"
     assert_within_half_a_step(x.float(), None, params(scale), back.double())
+
+
+@pytest.mark.clause("P23.9")
+@pytest.mark.parametrize("axis", [2, -3])
+def test_dequantize_with_an_axis_outside_q_is_rejected(axis):
+    q, scale, zero_point = quantized_rows()
+    with inputs_untouched(q=q, scale=scale, zero_point=zero_point):
+        assert_rejects(
+            lambda: drill.dequantize_affine(q, scale, zero_point, axis), BAD_VALUE, "axis"
+        )
+
+
+@pytest.mark.clause("P23.10")
+@pytest.mark.parametrize("kind", ["a list", "meta"])
+def test_a_scale_that_is_not_a_tensor_with_values_is_rejected(kind):
+    q, scale, zero_point = quantized_rows()
+    bad = scale.tolist() if kind == "a list" else scale.to("meta")
+    with inputs_untouched(q=q, zero_point=zero_point):
+        assert_rejects(lambda: drill.dequantize_affine(q, bad, zero_point, 0), WRONG_KIND, "scale")
+
+
+@pytest.mark.clause("P23.6")
+def test_a_one_dimensional_input_per_channel_gives_each_element_its_own_scale():
+    x = tensor([0.5, -2.0, 3.0, 0.0, -0.25])
+
+    _, scale, back = round_trip(x, 0)
+
+    want = torch.tensor([s for s in loop_scales(x, 0)], dtype=torch.float64)
+    want = torch.where(want > 0, want, torch.ones_like(want))  # the all-zero channel: 1.0
+    assert torch.allclose(scale.cpu(), want, rtol=1e-5), f"scales {scale.tolist()}"
+    assert_within_half_a_step(x, 0, scale, back)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import assert_close, assert_rejects, candidate, test_device
+from gptlab_testkit.boundary import BAD_VALUE, WRONG_KIND
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P24_MODULE")
@@ -40,6 +41,7 @@ def loop_linear(x, weight, scales, bias=None) -> torch.Tensor:
     return torch.tensor(out, dtype=torch.float64, device=x.device)
 
 
+@pytest.mark.clause("P24.3", "P24.4")
 def test_fp32_output_equals_the_dequantized_float_layer():
     x, weight, scales, bias = (
         seeded(3, 8, seed=1),
@@ -54,6 +56,7 @@ def test_fp32_output_equals_the_dequantized_float_layer():
     assert_close(got.double(), loop_linear(x, weight, scales, bias), "int8 linear vs loop oracle")
 
 
+@pytest.mark.clause("P24.4")
 def test_without_a_bias_nothing_is_added():
     x, weight, scales = seeded(2, 6, seed=5), int8(4, 6, seed=6), scales_for(4, 7)
 
@@ -62,6 +65,7 @@ def test_without_a_bias_nothing_is_added():
     assert_close(got.double(), loop_linear(x, weight, scales), "bias-free int8 linear")
 
 
+@pytest.mark.clause("P24.4")
 def test_each_output_column_is_scaled_by_its_own_channels_scale():
     x, weight = seeded(2, 4, seed=8), int8(3, 4, seed=9)
     scales = torch.tensor([1.0, 1.0, 1.0], device=test_device())
@@ -73,6 +77,7 @@ def test_each_output_column_is_scaled_by_its_own_channels_scale():
     assert_close(doubled[:, [0, 2]], base[:, [0, 2]], "columns whose scale did not change")
 
 
+@pytest.mark.clause("P24.4")
 def test_weights_at_the_int8_extremes_keep_their_sign_and_size():
     x = torch.ones(1, 2, device=test_device())
     weight = torch.tensor([[-128, -128], [127, 127]], dtype=torch.int8, device=test_device())
@@ -82,6 +87,7 @@ def test_weights_at_the_int8_extremes_keep_their_sign_and_size():
     assert_close(got, torch.tensor([[-128.0, 127.0]], device=test_device()), "extreme weights")
 
 
+@pytest.mark.clause("P24.5", "P24.3")
 @pytest.mark.parametrize("with_bias", [False, True], ids=["no bias", "bias"])
 def test_half_precision_products_are_accumulated_wider_than_half(with_bias):
     # 64 products of about 100 * 127 sum past fp16's 65504; the small scales bring it back.
@@ -98,6 +104,7 @@ def test_half_precision_products_are_accumulated_wider_than_half(with_bias):
     assert_close(got.double(), want, "fp16 int8 linear", atol=1e-2, rtol=2e-3)
 
 
+@pytest.mark.clause("P24.3")
 def test_bfloat16_input_returns_bfloat16_close_to_the_float_layer():
     x, weight, scales = (
         seeded(3, 16, seed=12, dtype=torch.bfloat16),
@@ -113,6 +120,7 @@ def test_bfloat16_input_returns_bfloat16_close_to_the_float_layer():
     )
 
 
+@pytest.mark.clause("P24.2", "P24.4")
 @settings(max_examples=20, deadline=None)
 @given(
     M=st.integers(1, 4), In=st.integers(1, 9), Out=st.integers(1, 5),
@@ -128,6 +136,7 @@ def test_any_small_layer_matches_the_loop_oracle(M, In, Out, with_bias, seed):
     assert_close(got.double(), loop_linear(x, weight, scales, bias), "int8 linear vs loop oracle")
 
 
+@pytest.mark.clause("P24.9")
 def test_inputs_are_only_read_and_the_weight_stays_int8():
     x, weight, scales, bias = (
         seeded(2, 4, seed=15),
@@ -147,6 +156,7 @@ def valid_call() -> dict:
             "bias": seeded(3, seed=22)}  # fmt: skip
 
 
+@pytest.mark.clause("P24.6", "P24.7")
 @pytest.mark.parametrize(
     ("argument", "bad", "named"),
     [
@@ -161,4 +171,58 @@ def valid_call() -> dict:
 def test_a_malformed_argument_is_rejected(argument, bad, named):
     call = {**valid_call(), argument: bad()}
     with inputs_untouched(**call):
-        assert_rejects(lambda: drill.int8_linear(*call.values()), ValueError, named)
+        assert_rejects(lambda: drill.int8_linear(*call.values()), WRONG_KIND, named)
+
+
+@pytest.mark.clause("P24.6")
+@pytest.mark.parametrize(
+    ("argument", "bad"),
+    [
+        ("weight", lambda: int8(3, 4, 27).to(torch.uint8)),
+        ("scales", lambda: torch.ones(3, dtype=torch.int64, device=test_device())),
+        ("bias", lambda: torch.ones(3, dtype=torch.int64, device=test_device())),
+    ],
+    ids=["uint8 weight", "integer scales", "integer bias"],
+)
+def test_a_tensor_of_the_wrong_dtype_is_rejected(argument, bad):
+    call = {**valid_call(), argument: bad()}
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.int8_linear(*call.values()), WRONG_KIND, argument)
+
+
+@pytest.mark.clause("P24.8")
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")], ids=repr)
+def test_a_scale_that_is_not_finite_is_rejected_on_channel_one(bad):
+    call = valid_call()
+    call["scales"][1] = bad
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.int8_linear(*call.values()), BAD_VALUE, "scales")
+
+
+@pytest.mark.clause("P24.8")
+@pytest.mark.parametrize("name", ["x", "weight", "scales", "bias"])
+def test_a_meta_tensor_is_rejected(name):
+    call = valid_call()
+    after = list(call)[list(call).index(name) :]  # `name` and every argument after it
+    call = {key: value.to("meta") if key in after else value for key, value in call.items()}
+    assert_rejects(lambda: drill.int8_linear(*call.values()), BAD_VALUE, name)
+
+
+@pytest.mark.clause("P24.7")
+@pytest.mark.parametrize("argument", ["x", "weight"])
+def test_an_argument_that_is_not_two_dimensional_is_rejected(argument):
+    call = valid_call()
+    call[argument] = call[argument][None]
+    with inputs_untouched(**call):
+        assert_rejects(lambda: drill.int8_linear(*call.values()), WRONG_KIND, argument)
+
+
+@pytest.mark.clause("P24.1", "P24.2")
+def test_a_positional_call_without_a_bias_gives_m_by_o():
+    call = valid_call()
+    try:
+        got = drill.int8_linear(call["x"], call["weight"], call["scales"])
+    except TypeError as error:  # a signature mismatch
+        raise AssertionError(f"int8_linear(x, weight, scales): {error}") from error
+    assert tuple(got.shape) == (2, 3), f"[2, 4] x [3, 4] gave {tuple(got.shape)}"
+    assert_close(got.double(), loop_linear(call["x"], call["weight"], call["scales"]), "no bias")

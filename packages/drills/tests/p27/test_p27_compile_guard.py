@@ -412,3 +412,67 @@ def test_dynamic_true_shares_one_graph_across_sizes_and_specialises_size_one():
     # b with one row is specialised: a second graph for the last call only.
     assert report["compiled"] == [True, False, False, True]
     assert report["compilations"] == 2
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.1", "P27.8")
+def test_the_default_tolerances_are_1e_5():
+    def pure(x):
+        return x + 4.0
+
+    coarse = probe(pure, rows(4, 4), backend=reshaping_backend(lambda o: o * (1 + 1e-3)))
+    fine = probe(pure, rows(4, 4), backend=reshaping_backend(lambda o: o * (1 + 1e-7)))
+
+    assert coarse["matches"] == [False, False], "a relative error of 1e-3 passed the defaults"
+    assert fine["matches"] == [True, True], "a relative error of 1e-7 failed the defaults"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.8")
+def test_rtol_scales_with_the_eager_value():
+    def pure(x):
+        return x * 0 + 100.0
+
+    near = reshaping_backend(lambda o: o * (1 + 1e-3))
+    loose = probe(pure, rows(3, 3), backend=near, atol=0.0, rtol=1e-2)
+    tight = probe(pure, rows(3, 3), backend=near, atol=0.0, rtol=1e-4)
+
+    assert loose["matches"] == [True, True] and tight["matches"] == [False, False]
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.4")
+def test_the_backend_compiles_each_graph_from_the_calls_example_inputs():
+    seen = []
+
+    def recording_backend(graph, example_inputs):
+        seen.append([tuple(t.shape) for t in example_inputs if isinstance(t, torch.Tensor)])
+        return graph
+
+    def pure(x):
+        return x.tanh()
+
+    report = probe(pure, rows(3, 3, 5), dynamic=False, backend=recording_backend)
+
+    assert report["compiled"] == [True, False, True]
+    assert seen == [[(3, 8)], [(5, 8)]], f"example inputs given to the backend: {seen}"
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P27.9")
+def test_steady_seconds_is_the_mean_of_the_steady_calls():
+    def sleepy_backend(graph, example_inputs):
+        def run(*args):
+            time.sleep(0.05)
+            return graph(*args)
+
+        return run
+
+    def pure(x):
+        return x - 2
+
+    report = probe(pure, rows(4, 4, 4, 4), backend=sleepy_backend)
+
+    assert report["compiled"] == [True, False, False, False]
+    # Each steady call sleeps 0.05 s: their mean is about that; a sum would be 0.15 s.
+    assert 0.05 <= report["steady_seconds"] < 0.12, f"steady_seconds {report['steady_seconds']}"

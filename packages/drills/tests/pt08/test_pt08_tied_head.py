@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gptlab_drills.catalogue import DRILLS
 from gptlab_testkit import BAD_VALUE, assert_close, assert_rejects, candidate, test_device
 from gptlab_testkit.boundary import tensor_state
 
@@ -85,14 +86,20 @@ def test_the_shared_matrix_is_counted_once():
 
 @pytest.mark.contract
 @pytest.mark.clause("PT08.6")
-def test_the_shared_gradient_sums_both_uses():
+@pytest.mark.parametrize("loss", ["logsumexp", "cross entropy"])
+def test_the_shared_gradient_sums_both_uses(loss):
+    def objective(logits):
+        if loss == "logsumexp":
+            return logits.logsumexp(-1).mean()
+        return F.cross_entropy(logits.flatten(0, 1), tokens().flatten().roll(1))
+
     model = build(0)
-    model(tokens()).logsumexp(-1).mean().backward()
+    objective(model(tokens())).backward()
 
     E = model.embedding.weight.detach()
     as_input, as_head = E.clone().requires_grad_(), E.clone().requires_grad_()
     x = F.embedding(tokens(), as_input)
-    F.linear(model.norm(x + model.mlp(x)), as_head).logsumexp(-1).mean().backward()
+    objective(F.linear(model.norm(x + model.mlp(x)), as_head)).backward()
 
     want = as_input.grad + as_head.grad
     assert_close(model.embedding.weight.grad, want, "shared grad vs the sum of both uses")
@@ -199,6 +206,33 @@ def test_a_loaded_checkpoints_tensors_are_copied_in_never_kept():
             tensor.add_(1.0)
     assert torch.equal(model(tokens()), want), "writing the checkpoint changed the model"
     assert model.head.weight is model.embedding.weight
+
+
+def artifact_module():
+    """The supplied start file, imported on its own (its math is what the repair keeps)."""
+    import importlib.util
+
+    path = DRILLS["PT08"].starting_artifact()
+    spec = importlib.util.spec_from_file_location("pt08_artifact_for_math", str(path))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.contract
+@pytest.mark.clause("PT08.4")
+@pytest.mark.parametrize("seed", [4, 9])
+def test_loaded_with_the_artifacts_weights_the_repair_gives_the_artifacts_logits(seed):
+    torch.manual_seed(seed)
+    start = artifact_module().TiedLM(vocab_size=VOCAB, d_model=WIDTH, hidden=12).eval()
+    model = build(1).eval().cpu()
+    try:
+        model.load_state_dict(untied_copy(start.state_dict()), strict=True)
+    except (RuntimeError, ValueError) as error:
+        raise AssertionError(f"the artifact's checkpoint does not load: {error}") from error
+    ids = tokens().cpu()
+    assert_close(model(ids), start(ids), "repaired logits vs the artifact's", atol=1e-6, rtol=1e-6)
 
 
 # ---- extension: the reference's doors past the contract ----

@@ -607,7 +607,9 @@ class Practice:
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
         from gptlab_testkit import drill_labels, hint_for
 
-        from .grader import repair_drills, repair_target
+        from gptlab_testkit.reporting import no_owning_drill
+
+        from .grader import related_drills, repair_drills, repair_target
 
         stage = mechanism.stage(verdict_.stage)
         head = f"{mechanism.package} stage {stage.number}/{len(mechanism.stages)}"
@@ -636,6 +638,8 @@ class Practice:
                 labels = drill_labels(drills)
                 self.say(f"  repair in the owning drill, then resume this stage: {labels}")
                 self.say(f"  start the first: `repair` (or `start {drills[0]}`)")
+            elif related := related_drills(verdict_.owner):
+                self.say(f"  {no_owning_drill(f'{mechanism.package} stage {stage.number}', related)}")
 
     def _hint(self, reason: str, hint_for: Callable[[str], str]) -> str:
         """The grader's hint, unless the missing module is one of this project's packages:
@@ -675,7 +679,9 @@ class Practice:
     # -- repair and due
     def repair(self, name: str | None) -> int:
         """Start the first drill that owns the current attempt's last failure, linked to it."""
-        from .grader import repair_drills
+        from gptlab_testkit.reporting import no_owning_drill
+
+        from .grader import related_drills, repair_drills
 
         attempt = self.current(name)
         checks = self.store.checks(attempt.id)
@@ -687,8 +693,12 @@ class Practice:
             )
         drills = repair_drills(last.failed_owner, attempt.mechanism)
         if not drills:
+            where = f"{attempt.mechanism} stage {last.stage}"
+            related = related_drills(last.failed_owner)
             raise RefusedError(
-                f"no drill owns {last.failed_owner}: repair it in {attempt.mechanism} itself"
+                f"{last.failed_owner}: {no_owning_drill(where, related)}"
+                if related
+                else f"no drill owns {last.failed_owner}: repair it in {where} itself"
             )
         return self.start(drills[0], new=True, repair=(attempt.id, last.id))
 

@@ -68,6 +68,12 @@ def repair_drills(owner: str, practising: str) -> tuple[str, ...]:
     return tuple(d for d in (row.drills if row else ()) if d != practising)
 
 
+def related_drills(owner: str) -> tuple[str, ...]:
+    """Drills named as related when no drill owns the invariant (repair it in its stage)."""
+    row = OWNERS.get(owner)
+    return row.related if row and not row.drills else ()
+
+
 def repair_target(owner: str) -> tuple[str, str]:
     """(mechanism, repair target) of a routing owner."""
     row = OWNERS.get(owner)

@@ -17,6 +17,9 @@ class Owner:
     repair: str
     # Repair-lane drills that own the failed invariant (ids such as "P19"), first to start.
     drills: tuple[str, ...] = ()
+    # Drills that practise a neighbouring skill when no drill owns the invariant (`drills`
+    # empty): named as related, never as the place to repair it.
+    related: tuple[str, ...] = ()
 
 
 def _load() -> dict[str, Owner]:
@@ -28,6 +31,7 @@ def _load() -> dict[str, Owner]:
             mechanism=row["mechanism"],
             repair=row["repair"],
             drills=tuple(row.get("drills", ())),
+            related=tuple(row.get("related", ())),
         )
         for key, row in tomllib.loads(text).items()
     }
@@ -52,4 +56,6 @@ def markdown_table() -> str:
 
 def readme_row(owner: Owner) -> str:
     drills = ", ".join(owner.drills) or "-"
+    if not owner.drills and owner.related:
+        drills = f"none owns it (related: {', '.join(owner.related)})"
     return f"| `{owner.key}` | {owner.package} | {owner.mechanism} | {owner.repair} | {drills} |"

@@ -84,6 +84,8 @@ def routing_lines(results: Sequence[TestResult]) -> list[str]:
             lines.append(f"    repair: {owner.repair}")
             if owner.drills and owner.package != "drills":
                 lines.append(f"    drills: {drill_labels(owner.drills)}")
+            elif owner.related:
+                lines.append(f"    drills: {no_owning_drill(owner.package, owner.related)}")
         if broken[key]:
             lines.append(f"    clauses broken: {', '.join(sorted(broken[key], key=_clause_order))}")
         for line in failed[key]:
@@ -103,6 +105,15 @@ def drill_labels(drill_ids: Sequence[str]) -> str:
     return ", ".join(drills[i].label if i in drills else i for i in drill_ids)
 
 
+def no_owning_drill(package: str, related: Sequence[str]) -> str:
+    """The repair line of an owner whose invariant no drill states: repair it in its own
+    package (stage), and the drills that only practise a neighbouring skill."""
+    return (
+        f"no drill owns this invariant: repair it in {package} itself"
+        f" (related drills: {drill_labels(related)})"
+    )
+
+
 def failed_owners(results: Iterable[TestResult]) -> set[str]:
     return {result.owner for result in results if result.outcome == "failed"}
 
@@ -114,6 +125,7 @@ __all__ = [
     "failed_owners",
     "graded_modules",
     "module_lines",
+    "no_owning_drill",
     "routing_lines",
     "scorecard_lines",
     "table",
