@@ -274,8 +274,10 @@ for _tier in range(4):
 def testkit(session: nox.Session) -> None:
     """The grading machinery's own tests."""
     install_packages(session, "testkit", extras="")
-    # The Gradescope test grades a real kv_cache submission (kv_cache's suites and siblings).
-    install_packages(session, *RUNTIME_PACKAGES)
+    # The Gradescope test grades a real kv_cache submission (kv_cache's suites and siblings);
+    # grade's doors and the cheats take drill ids; the mutation runner's test runs mutmut.
+    install_packages(session, *RUNTIME_PACKAGES, "drills")
+    _install(session, MUTMUT_REQUIREMENT)
     session.run("pytest", str(PACKAGES_DIR / "testkit" / "tests"), *session.posargs)
 
 

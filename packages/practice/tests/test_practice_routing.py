@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gptlab_practice.store import STORE_NAME, Store
 from gptlab_testkit import OWNERS, TestResult
 from gptlab_testkit.reporting import routing_lines
 
@@ -23,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[3]
 DRILLS_README = ROOT / "packages" / "drills" / "README.md"
 # Owners of the grading tools, not of a learner's invariant: no drill repairs them.
 TOOL_OWNERS = {"grading", "practice", "package_isolation", "trained_pair"}
+Practise = Any  # the conftest's runner: practise(*argv) -> Run(code, out, err)
+FakeClock = Any
 
 # {owner: (the clause of its first drill that states the invariant, the words stating it)}
 CLAIM = {
@@ -136,3 +140,45 @@ def test_grade_says_no_drill_owns_an_unowned_invariant_and_names_the_related() -
         "drills: no drill owns this invariant: repair it in kv_cache itself (related drills: P20"
     )
     assert "P01" in drills[1]
+
+
+def test_repair_says_no_drill_owns_an_unowned_invariant_and_names_the_related(
+    practise: Practise, home: Path, clock: FakeClock
+) -> None:
+    home.mkdir(parents=True)
+    with Store(home / STORE_NAME) as store:
+        attempt = store.start_attempt("kv_cache", home / "kv_cache_attempt.py", clock(), 20, 3)
+        check = store.begin_check(attempt, 1, clock())
+        failed = [(1, "failed", 3, 2, "storage_lifecycle", "load kept the padding")]
+        store.finish_check(check, failed, 1.0, clock(), {}, None)
+    repair = practise("repair")
+    assert repair.code != 0
+    assert "no drill owns this invariant: repair it in kv_cache stage 1 itself" in repair.err
+    assert "(related drills: P20 in-place K/V append" in repair.err
+    assert not (home / "p20_attempt.py").exists()  # nothing started
+
+
+@pytest.mark.parametrize(
+    ("owner", "expected"),
+    [
+        ("storage_lifecycle", "  no drill owns this invariant: repair it in kv_cache stage 2 "
+                              "itself (related drills: P20 in-place K/V append"),
+        ("fixed_capacity_storage", "  repair in the owning drill, then resume this stage: "
+                                   "P20 in-place K/V append"),
+    ],
+)  # fmt: skip
+def test_a_failed_check_names_the_owning_drill_or_says_none_owns_it(
+    home: Path, clock: FakeClock, owner: str, expected: str
+) -> None:
+    from gptlab_practice.cli import Practice, StageVerdict, _mechanism
+
+    said: list[str] = []
+    practice = Practice(home, ROOT, clock, said.append)
+    try:
+        failed = TestResult("packages/kv_cache/tests/t.py::test_x", "kv_cache", owner,
+                            "contract", (), outcome="failed", reason="why")  # fmt: skip
+        practice._report(_mechanism("kv_cache"), StageVerdict(2, False, 3, [failed], "why"), 60.0)
+    finally:
+        practice.close()
+    assert any(line.startswith(expected) for line in said), said
+    assert any("`repair`" in line for line in said) == (owner == "fixed_capacity_storage")

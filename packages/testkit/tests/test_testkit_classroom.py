@@ -413,6 +413,9 @@ def test_a_class_is_graded_one_forked_run_per_submission(
     repository = tmp_path / "repo"  # grade runs the suites of the current directory
     tests = repository / "packages" / "kv_cache" / "tests"
     tests.mkdir(parents=True)
+    # What marks a checkout for grade (gptlab_testkit.checkout.is_checkout).
+    (repository / "packages" / "testkit").mkdir()
+    (repository / "packages" / "testkit" / "pyproject.toml").write_text("")
     (tests / "test_toy.py").write_text(textwrap.dedent(TOY_SUITE))
     # A suite that cannot see the candidate: selection leaves it to the reference's verdict.
     other = repository / "packages" / "tinygpt" / "tests"

@@ -606,7 +606,6 @@ class Practice:
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
         from gptlab_testkit import drill_labels, hint_for
-
         from gptlab_testkit.reporting import no_owning_drill
 
         from .grader import related_drills, repair_drills, repair_target
@@ -639,7 +638,8 @@ class Practice:
                 self.say(f"  repair in the owning drill, then resume this stage: {labels}")
                 self.say(f"  start the first: `repair` (or `start {drills[0]}`)")
             elif related := related_drills(verdict_.owner):
-                self.say(f"  {no_owning_drill(f'{mechanism.package} stage {stage.number}', related)}")
+                where = f"{mechanism.package} stage {stage.number}"
+                self.say(f"  {no_owning_drill(where, related)}")
 
     def _hint(self, reason: str, hint_for: Callable[[str], str]) -> str:
         """The grader's hint, unless the missing module is one of this project's packages:
