@@ -226,3 +226,10 @@ def test_a_positional_call_without_a_bias_gives_m_by_o():
         raise AssertionError(f"int8_linear(x, weight, scales): {error}") from error
     assert tuple(got.shape) == (2, 3), f"[2, 4] x [3, 4] gave {tuple(got.shape)}"
     assert_close(got.double(), loop_linear(call["x"], call["weight"], call["scales"]), "no bias")
+
+
+@pytest.mark.clause("P24.6")
+def test_an_input_that_is_not_a_tensor_is_rejected():
+    call = valid_call()
+    call["x"] = call["x"].tolist()
+    assert_rejects(lambda: drill.int8_linear(*call.values()), WRONG_KIND, "x")

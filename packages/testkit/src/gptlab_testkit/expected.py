@@ -175,32 +175,43 @@ def verdicts(
     return judged
 
 
-def skipped_by_run(expected: Expected, reported: Sequence[TestResult]) -> set[str]:
-    """Expected tests, not skipped by the grader, that the candidate's run skipped."""
+def skipped_by_run(expected: Expected, reported: Sequence[TestResult]) -> dict[str, str]:
+    """Expected tests, not skipped by the grader, that the candidate's run skipped: reasons."""
     wanted = {test.nodeid for test in expected.tests if test.outcome != "skipped"}
-    return {r.nodeid for r in reported if r.outcome == "skipped" and r.nodeid in wanted}
+    return {r.nodeid: r.reason for r in reported if r.outcome == "skipped" and r.nodeid in wanted}
 
 
-_REFERENCE_SKIPS: dict[frozenset[str], dict[str, str]] = {}
+_REFERENCE_SKIPS: dict[frozenset[str], set[tuple[str, str]]] = {}
 
 
-def reference_skips(nodeids: set[str], paths: Sequence[str]) -> dict[str, str]:
-    """Which of `nodeids` the references skip too (nodeid -> reason), by running just those
-    tests with every candidate variable cleared; cached per set (a class meets the same)."""
-    key = frozenset(nodeids)
-    if not nodeids:
+def reference_skips(skipped: Mapping[str, str], paths: Sequence[str]) -> dict[str, str]:
+    """Which candidate skips (nodeid -> reason) the references make too on this machine.
+
+    Their test functions run once with every candidate variable cleared (a parameter id may
+    name the candidate's module, so whole functions run); a candidate's skip is the
+    environment's when the references skip the same function for the same reason. Cached
+    per set of functions (a class meets the same).
+    """
+    functions = {nodeid.split("[", 1)[0] for nodeid in skipped}
+    key = frozenset(functions)
+    if not functions:
         return {}
     if key not in _REFERENCE_SKIPS:
         from .suites import ForkedRun
 
-        targets = [_absolute(nodeid, paths) for nodeid in sorted(nodeids)]
-        run = ForkedRun(
-            [t for t in targets if t], {}, ["-q", "--timeout=60"], clear_variables=True, limit=300
-        ).wait()
+        targets = [t for t in (_absolute(f, paths) for f in sorted(functions)) if t]
+        run = ForkedRun(targets, {}, ["-q", "--timeout=60"], clear_variables=True, limit=300)
         _REFERENCE_SKIPS[key] = {
-            r.nodeid: r.reason for r in run.results if r.outcome == "skipped" and r.nodeid in key
+            (r.nodeid.split("[", 1)[0], r.reason)
+            for r in run.wait().results
+            if r.outcome == "skipped"
         }
-    return _REFERENCE_SKIPS[key]
+    seen = _REFERENCE_SKIPS[key]
+    return {
+        nodeid: reason
+        for nodeid, reason in skipped.items()
+        if (nodeid.split("[", 1)[0], reason) in seen
+    }
 
 
 def _absolute(nodeid: str, paths: Sequence[str]) -> str:
