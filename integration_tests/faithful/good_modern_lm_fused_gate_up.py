@@ -13,6 +13,7 @@ from __future__ import annotations
 VARIABLE = "MODERN_LM_MODULE"  # graded through this variable by `nox -s known_bad`
 
 import dataclasses
+import math
 from typing import NamedTuple
 
 import torch
@@ -37,19 +38,28 @@ class ModernLMConfig:
 
     def __post_init__(self) -> None:
         sizes = [f.name for f in dataclasses.fields(self) if f.type == "int"]
-        rules = [(all(getattr(self, n) > 0 for n in sizes), "every size must be positive")]
-        if rules[0][0]:
-            rules += [
-                (
-                    self.hidden_size == self.num_attention_heads * self.head_dim,
-                    "hidden size != query heads x head dim",
-                ),
-                (
-                    self.num_attention_heads % self.num_key_value_heads == 0,
-                    "query heads not divisible by key/value heads",
-                ),
-                (self.head_dim % 2 == 0, "head dim must be even for rotary pairs"),
-            ]
+        for n in sizes:  # the message quotes the offending value only: the policy allows it
+            v = getattr(self, n)
+            if type(v) is not int:
+                raise TypeError(f"a size must be an int, got {v!r}")
+            if v <= 0:
+                raise ValueError(f"sizes must be positive, got {v}")
+        rules = [
+            (
+                self.hidden_size == self.num_attention_heads * self.head_dim,
+                f"{self.hidden_size} != {self.num_attention_heads} query heads x {self.head_dim}",
+            ),
+            (
+                self.num_attention_heads % self.num_key_value_heads == 0,
+                f"{self.num_attention_heads} query heads not divisible by {self.num_key_value_heads}",
+            ),
+            (self.head_dim % 2 == 0, f"head dim {self.head_dim} must be even for rotary pairs"),
+        ]
+        for n in ("rope_theta", "rms_norm_eps"):
+            v = getattr(self, n)
+            rules.append(
+                (isinstance(v, (int, float)) and 0 < v < math.inf, f"{v!r} must be finite and > 0")
+            )
         rules.append((0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)"))
         for ok, message in rules:
             if not ok:
@@ -68,7 +78,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.weight * F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps).to(x.dtype)
+        wide = x.to(torch.promote_types(x.dtype, torch.float32))  # float32 or wider
+        return self.weight * F.rms_norm(wide, (x.shape[-1],), eps=self.eps).to(x.dtype)
 
 
 class GatedMLP(nn.Module):

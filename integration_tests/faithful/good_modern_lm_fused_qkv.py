@@ -49,9 +49,17 @@ class ModernLMConfig:
             if type(value) is not int or value < 1:
                 raise ValueError(f"bad {name}: {value!r}")
         if self.num_attention_heads * self.head_dim != self.hidden_size:
-            raise ValueError("hidden size is not heads * head dim")
-        if self.num_attention_heads % self.num_key_value_heads or self.head_dim % 2:
-            raise ValueError("heads must split into kv groups and head dim must be even")
+            raise ValueError(f"hidden_size {self.hidden_size} is not heads * head_dim")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError("num_attention_heads must split into num_key_value_heads groups")
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim {self.head_dim} must be even")
+        for name in ("rope_theta", "rms_norm_eps"):
+            value = getattr(self, name)
+            if not (
+                isinstance(value, (int, float)) and not isinstance(value, bool)
+            ) or not 0 < value < float("inf"):
+                raise ValueError(f"bad {name}: {value!r}")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"bad dropout {self.dropout}")
 
