@@ -10,6 +10,8 @@ VARIABLE = "DRILL_P24_MODULE"
 @torch.inference_mode()
 def int8_linear(x, weight, scales, bias=None):
     for name, t in (("x", x), ("weight", weight), ("scales", scales), ("bias", bias)):
+        if t is not None and not torch.is_tensor(t):
+            raise TypeError(f"{name} must be a tensor, not {type(t).__name__}")
         if t is not None and t.is_meta:
             raise ValueError(f"{name} has no values (meta)")
     if not torch.isfinite(scales).all():
