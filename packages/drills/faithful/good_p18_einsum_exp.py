@@ -16,7 +16,9 @@ def reference_attention(q, k, v, attn_mask=None, *, is_causal=False, scale=None)
             raise ValueError("attn_mask has too many dims")
     if type(is_causal) is not bool:
         raise TypeError(f"is_causal={is_causal!r} is not a bool")
-    if scale is not None and (type(scale) not in (int, float) or scale != scale or abs(scale) == float("inf")):
+    if scale is not None and (
+        type(scale) not in (int, float) or scale != scale or abs(scale) == float("inf")
+    ):
         raise ValueError(f"scale={scale!r} is not a finite number")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.ndim != 4:

@@ -13,6 +13,7 @@ def _a_gptlab_suite(pytester: pytest.Pytester) -> None:
     repository's pyproject.toml does (elsewhere the plugin stays out: test_testkit_opt_in)."""
     pytester.makefile(".ini", pytest="[pytest]\ngptlab = true\n")
 
+
 ROUTED = """
 import pytest
 
