@@ -605,8 +605,7 @@ class Practice:
             )
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
-        from gptlab_testkit import drill_labels, hint_for
-        from gptlab_testkit.reporting import no_owning_drill
+        from gptlab_testkit import drill_labels, hint_for, no_owning_drill
 
         from .grader import related_drills, repair_drills, repair_target
 
@@ -679,7 +678,7 @@ class Practice:
     # -- repair and due
     def repair(self, name: str | None) -> int:
         """Start the first drill that owns the current attempt's last failure, linked to it."""
-        from gptlab_testkit.reporting import no_owning_drill
+        from gptlab_testkit import no_owning_drill
 
         from .grader import related_drills, repair_drills
 

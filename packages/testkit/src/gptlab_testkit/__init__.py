@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .candidates import VARIABLES, CandidateError, candidate, load_candidate
     from .cannot_grade import hint_for
     from .owners import OWNERS, Owner
-    from .reporting import drill_labels
+    from .reporting import drill_labels, no_owning_drill
     from .results import TestResult
     from .suites import ForkedRun, SuiteRun, grading_args, run_pytest, warm_up
     from .tensors import (
@@ -62,7 +62,7 @@ _SOURCES = {
     **dict.fromkeys(("VARIABLES", "CandidateError", "candidate", "load_candidate"), "candidates"),
     "hint_for": "cannot_grade",
     **dict.fromkeys(("OWNERS", "Owner"), "owners"),
-    "drill_labels": "reporting",
+    **dict.fromkeys(("drill_labels", "no_owning_drill"), "reporting"),
     "TestResult": "results",
     **dict.fromkeys(("ForkedRun", "SuiteRun", "grading_args", "run_pytest", "warm_up"), "suites"),
     **dict.fromkeys(
@@ -115,6 +115,7 @@ __all__ = [
     "grading_args",
     "hint_for",
     "load_candidate",
+    "no_owning_drill",
     "run_pytest",
     "shares_storage",
     "state_fingerprint",
