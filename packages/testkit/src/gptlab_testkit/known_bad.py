@@ -49,7 +49,10 @@ pytest's Failed: an oracle comparison or a documented-error check), never by an 
 escaping from the code under test; it needs one such catch, a `semantics` clause two
 (`clauses.SEMANTIC_CATCHES`), and runs every selected test. `--clause-readme README`
 (repeatable) names the READMEs whose graded clauses must each have a clause candidate;
-the report lists clause, mutant and catches per item.
+the report lists clause, mutant and catches per item. A drill whose clause mutants were
+all proved gets a stamp (`DIR/<id>.stamp`: a digest of its mutants, its reference and its
+suite); later runs grade only the drills whose stamp is stale (a new or changed drill),
+unless `--all-clauses`. The coverage check always reads every drill's file.
 """
 
 from __future__ import annotations
@@ -185,6 +188,44 @@ def clause_mutant_candidates(folder: Path, scratch: Path) -> list[KnownBad]:
             (scratch / name).write_text(source, encoding="utf-8")
             candidates.append(read_known_bad(scratch / name))
     return candidates
+
+
+STAMP_SCHEME = "1"  # part of every clause stamp: a change to how mutants are proved
+
+
+def clause_digest(folder: Path, drill: str) -> str:
+    """What a drill's clause verdicts depend on: its mutants, its reference and its suite."""
+    import hashlib
+
+    package = folder.parent
+    files = [folder / f"{drill}.toml", package / "src" / "gptlab_drills" / f"{drill}.py"]
+    files += sorted((package / "tests" / drill).rglob("*.py"))
+    digest = hashlib.sha256(STAMP_SCHEME.encode())
+    for path in files:
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"")
+    return digest.hexdigest()
+
+
+def fresh_clause_drills(folder: Path) -> set[str]:
+    """Drills whose clause stamp matches their digest: proved, and unchanged since."""
+    fresh = set()
+    for path in folder.glob("*.toml"):
+        stamp = path.with_suffix(".stamp")
+        if stamp.is_file() and stamp.read_text().strip() == clause_digest(folder, path.stem):
+            fresh.add(path.stem)
+    return fresh
+
+
+def write_clause_stamps(folder: Path, verdicts: list[Verdict], drills: set[str]) -> list[str]:
+    """Stamp each drill in `drills` whose clause mutants (all graded here) were all caught."""
+    stamped = []
+    for drill in sorted(drills):
+        mine = [v for v in verdicts if v.candidate.path.name.startswith(f"bad_{drill}_clause_")]
+        if mine and all(v.caught for v in mine):
+            (folder / f"{drill}.stamp").write_text(clause_digest(folder, drill) + "\n")
+            stamped.append(drill)
+    return stamped
 
 
 @dataclass
@@ -430,6 +471,11 @@ def main(argv: list[str]) -> int:
         default=[],
         help="README whose graded clauses each need a clause mutant (repeatable)",
     )
+    parser.add_argument(
+        "--all-clauses",
+        action="store_true",
+        help="grade every drill's clause mutants, stamped ones too",
+    )
     parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
@@ -459,12 +505,22 @@ def main(argv: list[str]) -> int:
     import tempfile
 
     scratch = Path(tempfile.mkdtemp(prefix="gptlab-clause-mutants-"))
+    # Clause candidates of a stamped drill are proved already: counted, not graded again.
+    settled: set[str] = set()
     for folder in args.clause_mutants:
         every += clause_mutant_candidates(folder, scratch)
+        fresh = set() if args.all_clauses else fresh_clause_drills(folder)
+        settled |= {f"bad_{drill}_clause_" for drill in fresh}
     clauses: dict[str, Clause] = {}
     for readme in args.clause_readme:
         clauses.update(readme_clauses(readme))
-    candidates = [c for c in every if args.only in c.path.stem]
+    candidates = [
+        c
+        for c in every
+        if args.only in c.path.stem and not c.path.name.startswith(tuple(settled) or ("\0",))
+    ]
+    if settled:
+        print(f"clause mutants already proved (stamped, unchanged): {len(settled)} drills")
     if not candidates:
         print(f"known_bad: no bad_*.py candidates in {args.folders}", file=sys.stderr)
         return 2
@@ -574,6 +630,16 @@ def main(argv: list[str]) -> int:
     if args.per_drill or clauses:
         print(f"drills or clauses without enough candidates: {len(coverage)}")
         problems += coverage
+    if not problems and not args.only:  # a drill is stamped only when all of it was graded
+        for folder in args.clause_mutants:
+            graded = {
+                c.path.name.split("_clause_")[0].removeprefix("bad_")
+                for c in candidates
+                if c.clause and c.path.parent == scratch
+            }
+            stamped = write_clause_stamps(folder, verdicts, graded)
+            if stamped:
+                print(f"clause stamps written: {', '.join(stamped)}")
     for problem in problems:
         print(f"\n{problem}", file=sys.stderr)
     return 0 if not problems else 1
