@@ -47,9 +47,9 @@ it (`CLAUSE = "M02.7"`), and `--clause-mutants DIR` turns each `[[mutant]]` of a
 clause candidate is caught only by tests whose own check failed (an AssertionError or
 pytest's Failed: an oracle comparison or a documented-error check), never by an exception
 escaping from the code under test; it needs one such catch, a `semantics` clause two
-(`clauses.SEMANTIC_CATCHES`), and runs every selected test. `--clause-readme README`
-(repeatable) names the READMEs whose graded clauses must each have a clause candidate;
-the report lists clause, mutant and catches per item. A drill whose clause mutants were
+(`clauses.SEMANTIC_CATCHES`), and runs every test of its own package's suite.
+`--clause-readme README` (repeatable) names the READMEs whose graded clauses must each
+have a clause candidate; the report lists clause, mutant and catches per item. A drill whose clause mutants were
 all proved gets a stamp (`DIR/<id>.stamp`: a digest of its mutants, its reference and its
 suite); later runs grade only the drills whose stamp is stale (a new or changed drill),
 unless `--all-clauses`. The coverage check always reads every drill's file.
@@ -542,6 +542,9 @@ def main(argv: list[str]) -> int:
     must_fail: list[tuple[KnownBad, Start, int]] = []
     for candidate in candidates:
         files = own_suite_first(selected_files(root, {candidate.variable}), candidate)
+        if candidate.clause:  # a clause is its own package's: proved by that suite alone
+            own = VARIABLES[candidate.variable].package
+            files = [file for file in files if package_of(Path(file)) == own] or files
         env = {candidate.variable: str(candidate.path.resolve())}
         # A clause mutant counts only some failures: it runs every selected test.
         stop = (
