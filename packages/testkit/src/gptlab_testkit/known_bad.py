@@ -45,14 +45,15 @@ it (`CLAUSE = "M02.7"`), and `--clause-mutants DIR` turns each `[[mutant]]` of a
 `DIR/<id>.toml` into such a candidate (the drill's reference with exact text edits:
 `clause`, `mistake`, `replace = [[old, new], ...]`, optional `within` and `module`). A
 clause candidate is caught only by tests whose own check failed (an AssertionError or
-pytest's Failed: an oracle comparison or a documented-error check), never by an exception
-escaping from the code under test; it needs one such catch, a `semantics` clause two
-(`clauses.SEMANTIC_CATCHES`), and runs every test of its own package's suite.
+pytest's Failed: an oracle comparison or a documented-error check), never by an
+exception escaping from the code under test; it needs one such catch, a `semantics`
+clause two (`clauses.SEMANTIC_CATCHES`), and runs every test of its own package's suite.
 `--clause-readme README` (repeatable) names the READMEs whose graded clauses must each
 have a clause candidate; the report lists clause, mutant and catches per item. A drill
-whose clause mutants were all proved gets a stamp (`DIR/<id>.stamp`: a digest of its mutants, its reference and its
-suite); later runs grade only the drills whose stamp is stale (a new or changed drill),
-unless `--all-clauses`. The coverage check always reads every drill's file.
+whose clause mutants were all proved gets a stamp (`DIR/<id>.stamp`: a digest of its
+mutants, its reference and its suite); later runs grade only the drills whose stamp is
+stale (a new or changed drill), unless `--all-clauses`. The coverage check always reads
+every drill's file.
 """
 
 from __future__ import annotations
