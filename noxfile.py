@@ -357,10 +357,18 @@ def known_bad(session: nox.Session) -> None:
         "--clause-readme", str(PACKAGES_DIR / "modern_lm" / "README.md"),
         *session.posargs,
     )  # fmt: skip
-    # Hostile submissions through grade and its Gradescope file: none may earn credit.
-    # --quick: one cheat per kind in one class run (about a minute); the full set:
-    # `python -m gptlab_testkit.cheats integration_tests/cheats` (--all: each singly).
-    session.run("python", "-m", "gptlab_testkit.cheats", "integration_tests/cheats", "--quick")
+
+
+@nox.session(default=False)
+def cheats(session: nox.Session) -> None:
+    """Hostile submissions through grade and its Gradescope file: none may earn credit.
+
+    Not part of `nox` while the judge covers only some drills (2-5 min on 2 cores):
+    `-- --quick` one cheat per kind in one class run; no argument every enforced cheat;
+    `-- --all` each singly."""
+    install_packages(session, *RUNTIME_PACKAGES, "drills")
+    cheats_folder = "integration_tests/cheats"
+    session.run("python", "-m", "gptlab_testkit.cheats", cheats_folder, *session.posargs)
 
 
 @nox.session
