@@ -87,6 +87,12 @@ def clauses_of(readme: Path, item: str) -> dict[str, Clause]:
     return {k: c for k, c in readme_clauses(readme).items() if c.item == item.upper()}
 
 
+def clause_order(clause_id: str) -> tuple[str, int]:
+    """Sort key: by item, then by number (P05.2 before P05.10)."""
+    item, _, number = clause_id.partition(".")
+    return item, int(number) if number.isdigit() else 0
+
+
 def clause_ids(args: Iterable[object]) -> tuple[str, ...]:
     """The ids a ``clause(...)`` marker names, checked for shape."""
     ids = tuple(str(arg) for arg in args)
@@ -163,6 +169,7 @@ __all__ = [
     "ClauseError",
     "MarkedTest",
     "clause_ids",
+    "clause_order",
     "clauses_of",
     "marked_tests",
     "readme_clauses",

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .candidates import VARIABLES, folder_assignments
-from .clauses import Clause, readme_clauses
+from .clauses import Clause, clause_order, readme_clauses
 from .grading import selected_files
 from .owners import OWNERS
 from .plugin import DEFAULT_TIMEOUT_S
@@ -390,12 +390,7 @@ def clause_rows(verdicts: list[Verdict]) -> list[tuple[object, ...]]:
         for v in verdicts
         if v.candidate.clause
     ]
-    return sorted(rows, key=lambda row: _clause_key(str(row[0])))
-
-
-def _clause_key(clause_id: str) -> tuple[str, int]:
-    item, _, number = clause_id.partition(".")
-    return item, int(number) if number.isdigit() else 0
+    return sorted(rows, key=lambda row: clause_order(str(row[0])))
 
 
 def reference_shares(nodeids: set[str], jobs: int) -> list[list[str]]:

@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from .candidates import VARIABLES, drill_catalogue, is_reference, module_spec
+from .clauses import clause_order
 from .owners import OWNERS
 from .results import TIERS, TestResult
 
@@ -87,15 +88,10 @@ def routing_lines(results: Sequence[TestResult]) -> list[str]:
             elif owner.related:
                 lines.append(f"    drills: {no_owning_drill(owner.package, owner.related)}")
         if broken[key]:
-            lines.append(f"    clauses broken: {', '.join(sorted(broken[key], key=_clause_order))}")
+            lines.append(f"    clauses broken: {', '.join(sorted(broken[key], key=clause_order))}")
         for line in failed[key]:
             lines.append(f"    - {line}")
     return lines
-
-
-def _clause_order(clause_id: str) -> tuple[str, int]:
-    item, _, number = clause_id.partition(".")
-    return item, int(number) if number.isdigit() else 0
 
 
 def drill_labels(drill_ids: Sequence[str]) -> str:
