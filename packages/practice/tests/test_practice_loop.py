@@ -5,6 +5,7 @@ with its probes answered. Each check is a real grader run (about 2-4 s idle each
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,7 @@ def test_a_debug_case_starts_from_its_artifact_and_its_bug_is_not_the_learners_d
     assert "TinyDecoder" in attempt.read_text()  # the artifact's code under the header
     untouched = practise("check")
     assert untouched.code == 1 and "first failing owner: pt06" in untouched.out
+    assert re.search(r"clauses broken: PT06\.\d+", untouched.out)  # the README's rules it broke
     assert "first wrong decision recorded" not in untouched.out
     attempt.write_text(attempt.read_text() + "\nLEARNER_WAS_HERE = True\n")
     edited = practise("check")

@@ -606,6 +606,7 @@ class Practice:
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
         from gptlab_testkit import drill_labels, hint_for, no_owning_drill
+        from gptlab_testkit.clauses import clause_order
 
         from .grader import related_drills, repair_drills, repair_target
 
@@ -625,6 +626,8 @@ class Practice:
             self.say(f"{head}: FAIL  {len(verdict_.failed)} of {total} tests failed, {clock}")
             self.say(f"  first failing owner: {verdict_.owner} ({what})")
             self.say(f"  repair target: {repair}")
+            if broken := {c for result in verdict_.failed for c in result.clauses}:
+                self.say(f"  clauses broken: {', '.join(sorted(broken, key=clause_order))}")
             shown = verdict_.failed[:FAILURES_SHOWN]
             for result in shown:
                 self.say(f"  failed: {result.nodeid.split('::')[-1]}: {result.reason}")

@@ -1,12 +1,12 @@
 """`python -m gptlab_testkit.cheats DIR [--quick | --all]`: hostile submissions earn no credit.
 
-By default (`nox -s known_bad`: it must stay cheap) every enforced `cheat_*.py` of DIR,
+By default (`nox -s cheats`) every enforced `cheat_*.py` of DIR,
 its honest twins and the `class_*` folders are graded in ONE class run (`grade
 --submissions`, each submission forked from one warm grade process) from a copy of the
 drills' suites in a scratch folder (never the working tree: a class run puts back any
 change to its checkout, another engineer's edit included); the cheats named in
 `GRADESCOPE` (those that attack grade's own files: the report, `results.json`) are also
-graded singly through grade's Gradescope path. `--quick` (what `nox -s known_bad` runs)
+graded singly through grade's Gradescope path. `--quick` (`nox -s cheats -- --quick`)
 puts only the `QUICK` cheats, one per kind, in the class run. `--all`: every cheat
 singly, as below.
 
@@ -163,7 +163,7 @@ def grade_class_cheat(folder: Path, root: Path) -> tuple[bool, str]:
         )
 
 
-# `--quick` (nox -s known_bad, where the step must stay near a minute): one cheat per kind
+# `--quick` (`nox -s cheats -- --quick`: the step must stay near a minute): one cheat per kind
 # in the class run (pytest's entry points, the testkit's records, the comparisons, the
 # caller's frames, the reference, skipping, dropping), the class_* folders, GRADESCOPE.
 QUICK = (
