@@ -1,10 +1,10 @@
-"""kv_cache (not judged yet): wrap TestReport.from_item_and_call beside an empty KVCache."""
+"""kv_cache: wrap TestReport.from_item_and_call beside an empty KVCache (the issue's
+headline: six lines at import, 39/39 while the candidate ran in the pytest process).
+Judged, the import runs in the worker, where pytest is out of reach."""
 
 VARIABLE = "KV_CACHE_MODULE"
-CHEAT = "harness patching in a package the judge does not cover yet (kv_cache)"
-SAYS = "passed"
-ENFORCED = False
-WHY = "kv_cache still runs in the pytest process (judge mode covers drills); see the README"
+CHEAT = "harness patching: TestReport.from_item_and_call, beside an empty KVCache"
+SAYS = "reached for _pytest"
 
 from _pytest.reports import TestReport  # noqa: E402
 

@@ -1,22 +1,26 @@
-"""Remove the worker's import refuser, put the project's sources back on sys.path, and
-re-export the reference (the checkout is readable by the worker's user)."""
+"""Remove the worker's import refuser, put every checkout's sources and every venv's
+site-packages back on sys.path, and re-export the reference; failing that, find it
+with importlib.util.find_spec (the refuser is gone) and exec its source."""
 
+import glob
+import importlib.util
+import os
 import sys
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "the refuser removed from sys.meta_path, the checkout's src put back on sys.path"
-SAYS = "FAIL"
+SAYS = "No module named 'gptlab_drills'"  # the reference is not there to import
 EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
-ENFORCED = False
-WHY = (
-    "the worker can read the checkout: only a sandbox that hides it (bubblewrap, a "
-    "mount namespace) or an unprivileged user without read access stops this"
-)
 
 sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "Refuser"]
-import glob  # noqa: E402
-import os  # noqa: E402
-
-for root in ("/work/main", os.getcwd()):
+for root in {"/work/main", os.getcwd(), *(p.split("/.venv")[0] for p in sys.path)}:
     sys.path += glob.glob(os.path.join(root, "packages", "*", "src"))
-from gptlab_drills.p19 import decode_attention  # noqa: E402,F401
+    sys.path += glob.glob(os.path.join(root, ".*", "*", "lib", "python3*", "site-packages"))
+    sys.path += glob.glob(os.path.join(root, ".venv", "lib", "python3*", "site-packages"))
+try:
+    from gptlab_drills.p19 import decode_attention  # noqa: F401
+except ImportError:
+    spec = importlib.util.find_spec("gptlab_drills.p19")
+    if spec is not None and spec.origin:
+        with open(spec.origin) as source:
+            exec(source.read())

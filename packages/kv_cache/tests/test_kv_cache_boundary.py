@@ -33,6 +33,7 @@ from gptlab_testkit.boundary import (
     wrong_kind_for_sequence,
     wrong_kind_for_tensor,
 )
+from gptlab_testkit.worker_facts import data_ptr, identity, worker_reported
 
 kvc = candidate("KV_CACHE_MODULE")
 
@@ -543,7 +544,7 @@ class KVCacheMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.cache = kvc.KVCache(LAYERS, B, H, CAP, D, device=DEVICE)
-        self.storage_ids = [id(tensor) for pair in self.cache.storage for tensor in pair]
+        self.storage_ids = [identity(tensor) for pair in self.cache.storage for tensor in pair]
         self.expected = [torch.zeros(B, H, CAP, D, device=DEVICE) for _ in range(2 * LAYERS)]
         self.lengths, self.starts = [0] * B, [0] * B
         self.seed = 0
@@ -614,7 +615,9 @@ class KVCacheMachine(RuleBasedStateMachine):
     @invariant()
     def storage_matches_the_model(self) -> None:
         tensors = [tensor for pair in self.cache.storage for tensor in pair]
-        assert [id(tensor) for tensor in tensors] == self.storage_ids, "storage was rebound"
+        assert [identity(tensor) for tensor in tensors] == self.storage_ids, (
+            "storage was rebound" + worker_reported(tensors)
+        )
         for index, (got, want) in enumerate(zip(tensors, self.expected, strict=True)):
             assert torch.equal(got, want), f"storage tensor {index} differs from the model"
         assert self.cache.cache_lengths.tolist() == self.lengths
@@ -637,7 +640,9 @@ class KVCacheMachine(RuleBasedStateMachine):
                 value, stored_value[:, :, :L]
             )
             assert torch.equal(key_copy, key) and torch.equal(value_copy, value)
-            assert key_copy.data_ptr() != stored_key.data_ptr()
+            assert data_ptr(key_copy) != data_ptr(stored_key), (
+                "snapshot is the storage, not a copy" + worker_reported(key_copy)
+            )
 
 
 KVCacheMachine.TestCase.settings = boundary_settings(max_examples=15, stateful_step_count=10)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from gptlab_testkit import candidate, test_device
 from gptlab_testkit.kv_storage import data_pointers
+from gptlab_testkit.worker_facts import same_objects, worker_reported
 
 pytestmark = [pytest.mark.owner("fixed_capacity_storage"), pytest.mark.contract]
 
@@ -55,13 +56,14 @@ def test_append_grows_lengths_by_new_tokens_and_keeps_starts(kv):
 
 def test_storage_objects_and_pointers_are_stable_for_the_cache_life(kv):
     cache = kv.cache(capacity=6, starts=[1, 2])
-    tensors = [tensor for pair in cache.storage for tensor in pair]
-    pointers = data_pointers(cache.storage)
+    tensors = cache.storage
+    pointers = data_pointers(tensors)
 
     def assert_stable(after: str) -> None:
-        now = [tensor for pair in cache.storage for tensor in pair]
-        assert all(a is b for a, b in zip(now, tensors, strict=True)), f"storage rebound {after}"
-        assert data_pointers(cache.storage) == pointers, f"storage reallocated {after}"
+        now = cache.storage
+        seen_by = worker_reported(now)  # in judge mode only the worker sees its objects
+        assert same_objects(now, tensors), f"storage rebound {after}{seen_by}"
+        assert data_pointers(now) == pointers, f"storage reallocated {after}{seen_by}"
 
     cache.append(kv.random(2, seed=0), kv.long([[1, 2], [2, 3]]))
     assert_stable("by append")

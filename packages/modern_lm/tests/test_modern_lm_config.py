@@ -11,6 +11,8 @@ from gptlab_testkit.boundary import BAD_VALUE, WRONG_KIND, assert_rejects
 
 pytestmark = [pytest.mark.contract, pytest.mark.owner("modern_config")]
 
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32
+
 SIZE_FIELDS = (
     "vocab_size",
     "hidden_size",
@@ -112,6 +114,13 @@ def test_an_odd_head_dim_is_rejected(m02):
 @pytest.mark.parametrize("dropout", [-0.1, 1.0, 1.5, math.nan])
 def test_dropout_outside_zero_one_is_rejected(m02, dropout):
     assert_rejects(lambda: m02.config(dropout=dropout), BAD_VALUE, "dropout", values=(dropout,))
+
+
+@pytest.mark.clause("M02.1", "M02.9")
+@pytest.mark.parametrize("value", [1.0, FLOAT32_MAX], ids=["one", "float32-max"])
+def test_a_finite_rope_base_from_one_to_float32_s_largest_is_kept(m02, value):
+    """Neither 0, negative, NaN nor infinite, and outside M02.38's open range (0, 1)."""
+    assert m02.config(rope_theta=value).rope_theta == value
 
 
 @pytest.mark.clause("M02.9")

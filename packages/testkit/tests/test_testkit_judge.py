@@ -197,3 +197,130 @@ def test_a_batched_cheat_is_a_submission_named_as_its_variable_expects(tmp_path:
     _submission(cheat.path, cheat.variable, tmp_path / "one")
     assert [p.name for p in (tmp_path / "one").iterdir()] == ["p19.py"]
     assert all((folder / name).exists() for name in GRADESCOPE)  # the singly graded ones
+
+
+# ---- what only the worker can see (worker_facts): kv_cache is judged by these -------------
+
+HOLDER = """
+import torch
+
+class Holder:
+    def __init__(self):
+        self.kept = (torch.zeros(2, 3), torch.zeros(2, 3))
+
+    def replace(self):
+        self.kept = (torch.zeros(2, 3), torch.zeros(2, 3))
+
+    def aliases(self, a, b):
+        return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+    def strides(self, a):
+        return list(a.stride())
+
+def move(x):
+    x.set_(torch.ones(3))
+"""
+
+
+@pytest.fixture
+def holder(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from gptlab_testkit.judge import RemoteModule
+
+    path = tmp_path / "holder.py"
+    path.write_text(HOLDER)
+    worker = Worker("KV_CACHE_MODULE", path, timeout_s=60, memory_mib=0)
+    worker.start()
+    yield RemoteModule(worker)
+    worker.stop()
+
+
+def test_the_worker_reports_whether_its_tensors_are_the_same_objects(holder) -> None:  # type: ignore[no-untyped-def]
+    from gptlab_testkit.worker_facts import data_ptr, same_objects, worker_reported
+
+    cache = holder.Holder()
+    before = cache.kept
+    assert same_objects(cache.kept, before) and worker_reported(before) == " (worker-reported)"
+    assert [data_ptr(t) for t in cache.kept] == [data_ptr(t) for t in before]
+    cache.replace()
+    assert not same_objects(cache.kept, before)
+    assert [data_ptr(t) for t in cache.kept] != [data_ptr(t) for t in before]
+
+
+def test_a_view_of_a_returned_tensor_goes_back_as_the_same_memory(holder) -> None:  # type: ignore[no-untyped-def]
+    cache = holder.Holder()
+    key = cache.kept[0]
+    assert cache.aliases(key[:, 1:], key)  # both views of the worker's tensor
+    assert not cache.aliases(key.clone(), key)
+    x = torch.arange(6.0).reshape(2, 3)
+    assert cache.aliases(x, x[1:]) and not cache.aliases(x, x.clone())  # the judge's sharing
+    assert cache.strides(torch.zeros(3, 1).expand(3, 4)) == [1, 0]  # an expanded layout
+
+
+def test_an_argument_moved_to_other_memory_is_moved_in_the_judge_too(holder) -> None:  # type: ignore[no-untyped-def]
+    x = torch.zeros(3)
+    pointer = x.data_ptr()
+    holder.move(x)
+    assert torch.equal(x, torch.ones(3)) and x.data_ptr() != pointer
+
+
+REALLOCATING_RESET = """
+import torch
+
+class KVCache:
+    def __init__(self, layers, batch, heads, capacity, head_dim, *, dtype=torch.float32,
+                 device="cpu", start_positions=None):
+        self.shape = (batch, heads, capacity, head_dim)
+        self.storage = tuple((torch.zeros(self.shape), torch.zeros(self.shape))
+                             for _ in range(layers))
+
+    def append(self, past_key_values, positions):
+        pass
+
+    def reset(self, start_positions=None):
+        self.storage = tuple((torch.zeros(self.shape), torch.zeros(self.shape))
+                             for _ in self.storage)
+
+def append_kv_cache(*args):
+    pass
+"""
+
+
+def test_a_cache_whose_reset_replaces_its_storage_fails_as_worker_reported(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "attempt.py"
+    path.write_text(REALLOCATING_RESET)
+    suite = Path(__file__).parents[2] / "kv_cache" / "tests" / "test_kv_cache_lifecycle.py"
+    test = f"{suite}::test_reset_keeps_storage_and_hides_old_tokens"
+    env = {**os.environ, "KV_CACHE_MODULE": str(path), "GPTLAB_JUDGE": "default"}
+    env.pop("GPTLAB_JUDGE_TRUSTED", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", test],
+        env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout[-2000:]
+    assert "reset rebound the storage (worker-reported)" in run.stdout
+
+
+def test_a_forked_test_process_gets_a_fork_of_its_parents_worker(worker: Worker) -> None:
+    zygote = worker.process.pid if worker.process else 0
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the forked test process: its worker is a fork of the zygote
+        answer = b"?"
+        try:
+            got = call(worker, "double", torch.arange(3.0))
+            mine = worker.process.pid if worker.process else 0
+            fine = isinstance(got, torch.Tensor) and torch.equal(got, torch.arange(3.0) * 2)
+            answer = b"forked" if fine and mine not in (0, zygote) and worker.zygote else b"afresh"
+            worker.stop()
+        finally:
+            os.write(write, answer)
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 16)
+    os.waitpid(child, 0)
+    os.close(read)
+    assert answer == b"forked"
+    assert call(worker, "double", torch.ones(1)) == torch.full((1,), 2.0)  # the zygote still serves

@@ -605,8 +605,7 @@ class Practice:
             )
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
-        from gptlab_testkit import drill_labels, hint_for, no_owning_drill
-        from gptlab_testkit.clauses import clause_order
+        from gptlab_testkit import clause_order, drill_labels, hint_for, no_owning_drill
 
         from .grader import related_drills, repair_drills, repair_target
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     )
     from .candidates import VARIABLES, CandidateError, candidate, load_candidate
     from .cannot_grade import hint_for
+    from .clauses import clause_order
     from .owners import OWNERS, Owner
     from .reporting import drill_labels, no_owning_drill
     from .results import TestResult
@@ -61,6 +62,7 @@ _SOURCES = {
     ),
     **dict.fromkeys(("VARIABLES", "CandidateError", "candidate", "load_candidate"), "candidates"),
     "hint_for": "cannot_grade",
+    "clause_order": "clauses",
     **dict.fromkeys(("OWNERS", "Owner"), "owners"),
     **dict.fromkeys(("drill_labels", "no_owning_drill"), "reporting"),
     "TestResult": "results",
@@ -110,6 +112,7 @@ __all__ = [
     "assert_state_unchanged",
     "boundary_settings",
     "candidate",
+    "clause_order",
     "clone_past",
     "drill_labels",
     "grading_args",

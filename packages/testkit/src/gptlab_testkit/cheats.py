@@ -35,9 +35,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .candidates import VARIABLES
 
 
 @dataclass
@@ -179,15 +182,17 @@ CLASS_TWIN = "_honest_p19_zeros.py"
 GRADESCOPE = ("cheat_p19_detached_writer.py", "cheat_p19_rewrites_report.py")
 
 
-def _mirror(root: Path, scratch: Path) -> Path:
-    """A copy of what a drill class run reads from its checkout (the drills' suites)."""
+def _mirror(root: Path, scratch: Path, packages: Sequence[str] = ()) -> Path:
+    """A copy of what a drill class run reads from its checkout (the drills' suites, and
+    the suites of the `packages` a cheat is graded as: kv_cache's)."""
     mirror = scratch / "checkout"
     (mirror / "packages" / "testkit").mkdir(parents=True)
     shutil.copy(root / "pyproject.toml", mirror / "pyproject.toml")
     # What makes a folder a checkout to grade from: without it grade's suites are this one's.
     shutil.copy(root / "packages/testkit/pyproject.toml", mirror / "packages/testkit")
-    shutil.copytree(root / "packages" / "drills" / "tests", mirror / "packages/drills/tests",
-                    ignore=shutil.ignore_patterns("__pycache__", ".*"))  # fmt: skip
+    for package in ["drills", *packages]:
+        shutil.copytree(root / "packages" / package / "tests", mirror / f"packages/{package}/tests",
+                        ignore=shutil.ignore_patterns("__pycache__", ".*"))  # fmt: skip
     return mirror
 
 
@@ -222,7 +227,10 @@ def batch(cheats: list[Cheat], classes: list[Path], root: Path) -> list[tuple[st
         twins.setdefault(classes[0].parent / CLASS_TWIN, "DRILL_P19_MODULE")
     with tempfile.TemporaryDirectory(prefix="gptlab-cheats-") as scratch_name:
         scratch = Path(scratch_name)
-        mirror, submissions, out = _mirror(root, scratch), scratch / "submissions", scratch / "out"
+        mechanisms = [c.variable for c in cheats if not c.variable.startswith("DRILL_")]
+        packages = sorted({VARIABLES[v].package for v in mechanisms if v in VARIABLES})
+        mirror = _mirror(root, scratch, packages)
+        submissions, out = scratch / "submissions", scratch / "out"
         submissions.mkdir()
         for twin, variable in twins.items():
             _submission(twin, variable, submissions / f"twin_{twin.stem}")

@@ -52,7 +52,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import reaper
+from . import reaper, sandbox
 from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
 from .expected import verdict_lines
 from .grading import (
@@ -113,6 +113,8 @@ def main(argv: list[str]) -> int:
     print("gptlab grade: modules graded")
     for line in module_lines():
         print("  " + line)
+    if swapped_variables(assignments) and (unhidden := sandbox.notice()):
+        print("  " + unhidden)  # the worker can read the reference: say so
     if not Path.cwd().resolve().is_relative_to(options.root):
         print(f"  suites of the checkout {options.root}")
     paths, ladder = selection(options.root, assignments, options.full)

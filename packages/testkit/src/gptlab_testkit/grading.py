@@ -256,6 +256,7 @@ def grade_run(
     judging = {JUDGE_VARIABLE: "all" if getattr(options, "judge", False) else "default"}
     judging |= {"GPTLAB_JUDGE_TIMEOUT": f"{options.timeout:g}"}
     judging |= {"GPTLAB_JUDGE_MEMORY_MIB": str(options.memory_limit)}
+    judging |= {"GPTLAB_JUDGE_TRUSTED": ""}  # only known_bad's own fixtures are trusted
     run = ForkedRun(
         paths,
         {**assignments, **judging},

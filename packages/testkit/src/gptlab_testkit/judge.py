@@ -8,16 +8,24 @@ value (`wire`), results come back by value; an object that must live in the work
 comes back as a handle (`RemoteObject`). Every assertion runs here, on returned values.
 
 What only the worker can see is reported by it and marked so: a forbidden call inside
-a guarded block (`oracles.forbidding`) fails with "(worker-reported)". In-place writes
-are observed by the judge: the worker sends every tensor argument back after the call
-and the judge writes the new values into its own tensors, so `inputs_untouched` and
-an in-place contract read the judge's memory.
+a guarded block (`oracles.forbidding`) fails with "(worker-reported)", and so does a test
+decided by a tensor's identity, data pointer or shared storage (`worker_facts`: every
+tensor the worker sends carries them; a view of one goes back by reference). A handle's
+whole state (`boundary.state_fingerprint` of a remote object) is dumped by the worker.
+In-place writes are observed by the judge: the worker sends every tensor argument (in
+lists, tuples and dicts too) back after the call and the judge writes the new values
+into its own tensors, so `inputs_untouched` and an in-place contract read the judge's
+memory.
 
-A candidate that ends or hangs its worker fails the test that was running (the worker
-is started afresh for the next test); reaching for a refused module (the reference,
+A test process the pool forks gets a fork of the worker its parent started (`_fork`:
+torch and the candidate are imported once, not per test file). A candidate that ends or
+hangs its worker fails the test that was running (the worker is started afresh for the
+next test); reaching for a refused module (the reference,
 the tests, the testkit, pytest) fails the test, naming it. When the grader runs as
 root the worker drops to an unprivileged user (`nobody`) with resource limits, where
 that user can run the interpreter; otherwise it runs as the grader's user and says so.
+As root it also starts in a private mount namespace where the reference, the tests and
+the testkit cannot be read (`sandbox`).
 """
 
 from __future__ import annotations
@@ -36,13 +44,15 @@ from typing import Any
 
 import torch
 
-from . import reaper, wire
+from . import reaper, sandbox, wire, worker_facts
 
 JUDGE_VARIABLE = "GPTLAB_JUDGE"
-# The drills whose suites are graded in judge mode by default: functions over tensors
-# and plain data (the covered set is measured: faithful candidates pass, known-bad fail).
+TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
+# The variables graded in judge mode by default: drills of functions over tensors and
+# plain data, and kv_cache (a KVCache is a handle; storage identity is worker-reported).
+# The covered set is measured: faithful candidates pass, known-bad fail.
 JUDGED: frozenset[str] = frozenset(
-    f"DRILL_{key}_MODULE" for key in ("P03", "P04", "P05", "P06", "P19")
+    {*(f"DRILL_{key}_MODULE" for key in ("P03", "P04", "P05", "P06", "P19")), "KV_CACHE_MODULE"}
 )
 REFUSED = (
     "gptlab_testkit", "gptlab_drills", "gptlab_practice", "pytest", "_pytest", "pluggy",
@@ -75,8 +85,22 @@ class WorkerGoneError(AssertionError):
     """The worker ended or hung during a call: the test fails."""
 
 
+def trusted() -> bool:
+    """`GPTLAB_JUDGE_TRUSTED=1`: the candidates are this project's own fixtures (known_bad's,
+    often the reference with one edit), so their worker may import the project's packages
+    from the judge's import path. Only `known_bad` sets it; `grade` clears it."""
+    return os.environ.get(TRUSTED_VARIABLE) == "1"
+
+
+def _refused() -> tuple[str, ...]:
+    return () if trusted() else REFUSED
+
+
 def _site_dirs() -> list[str]:
-    """Where torch (and numpy) are installed: the worker's only import roots."""
+    """Where torch (and numpy) are installed: the worker's only import roots (a trusted
+    fixture's worker: the judge's whole import path)."""
+    if trusted():
+        return [entry for entry in sys.path if entry and Path(entry).is_dir()]
     found = []
     for module in ("torch", "numpy"):
         with contextlib.suppress(ImportError):
@@ -127,6 +151,8 @@ class Worker:
         self.user = _unprivileged()
         self.generation = 0
         self.owner = os.getpid()
+        self.zygote: tuple[int, int, int] | None = None  # see `_fork`
+        self.forked_in = 0
 
     # -- life
     def start(self) -> None:
@@ -135,16 +161,22 @@ class Worker:
         scratch = Path(tempfile.mkdtemp(prefix="gptlab-worker-"))
         if self.user is not None:
             os.chown(scratch, *self.user)
+        script = Path(__file__).with_name("worker.py")
+        covers = (
+            None if trusted() else sandbox.for_worker(self.path, scratch, _site_dirs(), REFUSED)
+        )
+        if covers is not None:  # the testkit's folder is covered: the worker runs from scratch
+            script = sandbox.stage(scratch, script)
         command = [
-            sys.executable, "-I", "-S", "-B", str(Path(__file__).with_name("worker.py")),
-            str(worker_in), str(worker_out), ",".join(REFUSED), *_site_dirs(),
+            sys.executable, "-I", "-S", "-B", str(script),
+            str(worker_in), str(worker_out), ",".join(_refused()), *_site_dirs(),
         ]  # fmt: skip
         self.process = subprocess.Popen(
             command,
             pass_fds=(worker_in, worker_out),
             cwd=scratch,
             env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
-            preexec_fn=_limits(self.memory_mib, self.user),
+            preexec_fn=sandbox.preexec(covers, _limits(self.memory_mib, self.user)),
             stdin=subprocess.DEVNULL,
         )
         os.close(worker_in)
@@ -168,11 +200,50 @@ class Worker:
                 os.close(fd)
         self.process = None
 
+    def _fork(self) -> bool:
+        """A worker for a forked test process, forked from the one its parent started (the
+        zygote: torch and the candidate already imported, so no start of 3-7 s per test
+        file). The fork talks over two FIFOs in the zygote's scratch folder; requests to
+        the zygote are serialised by a lock there. False: start one afresh instead."""
+        if self.zygote is None:
+            return False
+        fd_in, fd_out, pid = self.zygote
+        try:
+            scratch = Path(os.readlink(f"/proc/{pid}/cwd"))
+            folder = Path(tempfile.mkdtemp(prefix=f"fork-{os.getpid()}-", dir=scratch))
+            fifos = [folder / "in", folder / "out"]
+            for fifo in fifos:
+                os.mkfifo(fifo, 0o600)
+                if self.user is not None:
+                    os.chown(fifo, *self.user)
+            if self.user is not None:
+                os.chown(folder, *self.user)
+            deadline = time.monotonic() + (self.timeout_s if self.timeout_s > 0 else 60.0)
+            with open(scratch / ".fork.lock", "a") as lock:
+                import fcntl
+
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                wire.send(fd_out, {"op": "fork", "fifos": [str(f) for f in fifos]}, [])
+                reply, _ = wire.receive(fd_in, deadline)
+            child = int(reply["pid"])
+            self.fd_out = _open_fifo(fifos[0], os.O_WRONLY, child, deadline)
+            self.fd_in = _open_fifo(fifos[1], os.O_RDONLY, child, deadline)
+        except (OSError, KeyError, TypeError, ValueError, wire.WireError):
+            self.zygote = None  # it cannot fork (CUDA, gone): start afresh from now on
+            return False
+        self.process = _Forked(child)  # type: ignore[assignment]
+        if self.forked_in == os.getpid():  # a second fork here: the first one's objects are gone
+            self.generation += 1
+        self.forked_in = os.getpid()
+        return True
+
     # -- one exchange
     def request(self, message: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         if self.owner != os.getpid():  # a forked test process: its own worker, not ours
+            if self.process is not None and _Forked(self.process.pid).poll() is None:
+                self.zygote = (self.fd_in, self.fd_out, self.process.pid)
             self.process, self.owner = None, os.getpid()
-        if self.process is None:
+        if self.process is None and not self._fork():
             self.start()
         deadline = time.monotonic() + self.timeout_s if self.timeout_s > 0 else None
         try:
@@ -210,11 +281,72 @@ class Worker:
             raise error_type(text)
         return reply
 
-    def decode(self, data: Any, blobs: list[bytes]) -> Any:
+    def decode(self, data: Any, blobs: list[bytes], *, returned: bool = True) -> Any:
         generation = self.generation
+
+        def facts(tensor: torch.Tensor, reported: dict[str, Any]) -> None:
+            worker_facts.record(tensor, reported, self, generation, returned=returned)
+
         return wire.decode(
-            data, blobs, lambda ident, kind: RemoteObject(self, ident, kind, generation)
+            data, blobs, lambda ident, kind: RemoteObject(self, ident, kind, generation), facts
         )
+
+    def read(self, ref: list[Any]) -> Any:
+        """The current values of a view of a tensor this worker sent (`worker_facts`)."""
+        reply = self.request({"op": "read", "ref": ref}, [])
+        return self.decode(reply["value"], reply.pop("_blobs"))
+
+
+class _Forked:
+    """A worker forked by the zygote: not our child (the zygote reaps it), found by pid."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return -1
+        except PermissionError:
+            pass
+        return None
+
+    def kill(self) -> None:
+        os.kill(self.pid, 9)
+
+    def wait(self) -> int:
+        for _ in range(500):
+            if self.poll() is not None:
+                break
+            time.sleep(0.01)
+        return -1
+
+
+def _open_fifo(path: Path, mode: int, child: int, deadline: float) -> int:
+    """Open our end of a fork's FIFO; its end is open (and, for reading, it said "!")
+    before this returns, so an EOF later means it ended. OSError when it did not come."""
+    while True:
+        try:
+            fd = os.open(path, mode | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader yet
+            fd = -1
+        if fd >= 0 and mode == os.O_WRONLY:
+            os.set_blocking(fd, True)
+            return fd
+        if fd >= 0:
+            while True:
+                with contextlib.suppress(BlockingIOError):
+                    if os.read(fd, 1) == b"!":
+                        os.set_blocking(fd, True)
+                        return fd
+                if time.monotonic() > deadline or _Forked(child).poll() is not None:
+                    os.close(fd)
+                    raise OSError("the forked worker did not connect")
+                time.sleep(0.005)
+        if time.monotonic() > deadline or _Forked(child).poll() is not None:
+            raise OSError("the forked worker did not connect")
+        time.sleep(0.005)
 
 
 def _plain_name(path: Path) -> str:
@@ -266,12 +398,18 @@ def _call(worker: Worker, handle: int | None, name: str | None, args: Any, kwarg
     guards = _forbidden_in_effect()
     forbid = sorted({_torch_name(f) for mode in guards for f in mode.forbidden})
     blobs: list[bytes] = []
+    bases, shared = _shared_memory([*args, *kwargs.values()])
+
+    def refs(tensor: torch.Tensor) -> list[Any] | None:
+        return shared(tensor) or worker_facts.reference(tensor, worker)
+
     message = {
         "op": "call",
         "handle": handle,
         "name": name,
-        "args": wire.encode(list(args), blobs),
-        "kwargs": wire.encode(dict(kwargs), blobs),
+        "bases": wire.encode(bases, blobs),
+        "args": wire.encode(list(args), blobs, refs=refs),
+        "kwargs": wire.encode(dict(kwargs), blobs, refs=refs),
         "forbid": forbid,
     }
     reply = worker.request(message, blobs)
@@ -282,32 +420,93 @@ def _call(worker: Worker, handle: int | None, name: str | None, args: Any, kwarg
     return worker.decode(reply["value"], reply_blobs)
 
 
-def _mirror(sent: list[Any], after: list[Any], blobs: list[bytes], worker: Worker) -> None:
-    """Write what the call left in each tensor argument into the judge's own tensor."""
-    for original, data in zip(sent, after, strict=False):
-        if data is None:
+def _shared_memory(arguments: list[Any]) -> tuple[list[torch.Tensor], Any]:
+    """Arguments that share the judge's memory (a tensor passed twice, a view of another)
+    share it in the worker too: their memory goes once (`bases`), each as a view of it.
+    Returns the bases and `ref(tensor)`: [-(base + 1), offset, shape, strides] or None."""
+    groups: dict[int, list[torch.Tensor]] = {}
+    for tensor in worker_facts.tensors_in(arguments):
+        held = tensor.device.type == "meta" or not tensor.numel()
+        if not held and worker_facts.reference(tensor) is None:
+            groups.setdefault(int(tensor.untyped_storage().data_ptr()), []).append(tensor)
+    bases: list[torch.Tensor] = []
+    where: dict[int, tuple[int, int]] = {}  # id(tensor) -> (base, its first element there)
+    for group in groups.values():
+        if len(group) < 2 or len({t.dtype for t in group}) > 1:
             continue
-        value = worker.decode(data, blobs)
-        if isinstance(original, torch.Tensor) and isinstance(value, torch.Tensor):
-            if original.device.type == "meta":
-                continue  # no data to write
-            if value.shape != original.shape or value.dtype != original.dtype:
-                with torch.no_grad():
-                    original.set_(value.to(original.device))  # type: ignore[call-overload]
-            elif not torch.equal(value.to(original.device), original.detach()):
-                with torch.no_grad():
-                    original.copy_(value)
-        elif isinstance(original, torch.Generator) and isinstance(value, torch.Generator):
-            original.set_state(value.get_state())
+        first = min(int(t.storage_offset()) for t in group)
+        last = max(int(t.storage_offset()) + _span(t) for t in group)
+        bases.append(group[0].detach().as_strided((last - first,), (1,), first))
+        for tensor in group:
+            where[id(tensor)] = (len(bases) - 1, int(tensor.storage_offset()) - first)
+
+    def ref(tensor: torch.Tensor) -> list[Any] | None:
+        if id(tensor) not in where:
+            return None
+        base, offset = where[id(tensor)]
+        return [-(base + 1), offset, list(tensor.shape), list(tensor.stride())]
+
+    return bases, ref
+
+
+def _span(tensor: torch.Tensor) -> int:
+    steps = zip(tensor.shape, tensor.stride(), strict=True)
+    return 1 + sum((size - 1) * step for size, step in steps)
+
+
+def _mirror(sent: list[Any], after: list[Any], blobs: list[bytes], worker: Worker) -> None:
+    """Write what the call left in each tensor argument into the judge's own tensor (at
+    any depth of its containers); the worker's copy's facts go with the judge's tensor."""
+    for original, data in zip(sent, after, strict=False):
+        if data is not None:
+            _mirror_one(original, worker.decode(data, blobs, returned=False))
+
+
+def _mirror_one(original: Any, value: Any) -> None:
+    if isinstance(original, list | tuple | dict) and isinstance(value, list):
+        items = original.values() if isinstance(original, dict) else original
+        for item, item_value in zip(items, value, strict=False):
+            if item_value is not None:
+                _mirror_one(item, item_value)
+    elif isinstance(original, torch.Tensor) and isinstance(value, torch.Tensor):
+        by_reference = worker_facts.reference(original) is not None
+        facts = worker_facts.facts_of(value)
+        if facts is not None and not by_reference:  # what the worker's copy of it is
+            worker_facts.adopt(original, facts[0])
+        if original.device.type == "meta":
+            return  # no data to write
+        moved = facts is not None and facts[0].moved  # the worker's copy was reallocated
+        if moved or value.shape != original.shape or value.dtype != original.dtype:
+            with torch.no_grad():  # so is the judge's: its data pointer changes too
+                original.set_(value.to(original.device).clone())  # type: ignore[call-overload]
+        elif not torch.equal(value.to(original.device), original.detach()):
+            with torch.no_grad():
+                original.copy_(value)
+            if by_reference:  # the worker's own memory, written there: still a faithful view
+                worker_facts.written_by_worker(original)
+    elif isinstance(original, torch.Generator) and isinstance(value, torch.Generator):
+        original.set_state(value.get_state())
 
 
 class RemoteCallable:
+    """A module-level object of the candidate's, named by its path: it survives a restart."""
+
     def __init__(self, worker: Worker, handle: int | None, name: str | None) -> None:
         self._worker, self._handle, self._name = worker, handle, name
-        self.__name__ = name or "object"
+        self.__name__ = (name or "object").rpartition(".")[2]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _call(self._worker, self._handle, self._name, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or self._handle is not None or self._name is None:
+            raise AttributeError(name)
+        path = f"{self._name}.{name}"  # a class's classmethod, say
+        reply = self._worker.request({"op": "getattr", "handle": None, "name": path}, [])
+        value = self._worker.decode(reply["value"], reply.pop("_blobs"))
+        if isinstance(value, RemoteObject):
+            return RemoteCallable(self._worker, None, path)
+        return value
 
     def __repr__(self) -> str:
         return f"<candidate callable {self._name} (in the worker)>"
@@ -337,6 +536,12 @@ class RemoteObject:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._live()
         return _call(self._worker, self._ident, None, args, kwargs)
+
+    def _worker_state(self) -> Any:
+        """Everything the object holds, dumped by the worker: what `state_fingerprint` reads."""
+        self._live()
+        reply = self._worker.request({"op": "state", "handle": self._ident}, [])
+        return self._worker.decode(reply["value"], reply.pop("_blobs"))
 
     def __repr__(self) -> str:
         return f"<candidate {self._kind} (in the worker)>"

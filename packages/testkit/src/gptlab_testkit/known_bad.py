@@ -331,9 +331,23 @@ def _run(
     run: str,
     limit: float | None = RUN_LIMIT_S,
     extra: tuple[str, ...] = (),
+    trusted: bool = False,
 ) -> Start:
     args = [*SCOPES[scope], *grading_args(TIMEOUTS[run], MEMORY_MIB, workers=1), *extra]
+    env = {**env, **judging(run, trusted)}
     return lambda: ForkedRun(paths, env, args, import_limit=TIMEOUTS[run] + 60.0, limit=limit)
+
+
+def judging(run: str, trusted: bool) -> dict[str, str]:
+    """Judge mode as `grade` sets it (the judged variables' candidates run in a worker).
+    A known-bad candidate is this project's own fixture, often the reference with one
+    edit: its worker may import the project's packages (`judge.trusted`)."""
+    return {
+        "GPTLAB_JUDGE": "default",
+        "GPTLAB_JUDGE_TIMEOUT": f"{TIMEOUTS[run]:g}",
+        "GPTLAB_JUDGE_MEMORY_MIB": str(MEMORY_MIB),
+        "GPTLAB_JUDGE_TRUSTED": "1" if trusted else "",
+    }
 
 
 def own_suite_first(files: list[str], candidate: KnownBad) -> list[str]:
@@ -548,7 +562,7 @@ def main(argv: list[str]) -> int:
             if args.full_counts or candidate.clause
             else (_stop_option(candidate, candidate.floor(args.min_catches)),)
         )
-        start = _run(files, env, candidate.scope, candidate.run, extra=stop)
+        start = _run(files, env, candidate.scope, candidate.run, extra=stop, trusted=True)
         must_fail.append((candidate, start, len(files)))
 
     jobs: list[tuple[str, Start, int]] = [(label, s, n) for label, s, n in must_pass]

@@ -52,9 +52,12 @@ def pad_rows(rows: Sequence[Sequence[LayerKV]], fill: float) -> PastKeyValues:
     )
 
 
-def data_pointers(past_key_values: Sequence[LayerKV]) -> list[tuple[int, int]]:
-    """(key, value) data pointers per layer: equal before and after means nothing reallocated."""
-    return [(key.data_ptr(), value.data_ptr()) for key, value in past_key_values]
+def data_pointers(past_key_values: Sequence[LayerKV]) -> list[tuple[object, object]]:
+    """(key, value) data pointers per layer: equal before and after means nothing reallocated
+    (in judge mode, the worker's pointers as it reported them: `worker_facts`)."""
+    from .worker_facts import data_ptr
+
+    return [(data_ptr(key), data_ptr(value)) for key, value in past_key_values]
 
 
 __all__ = ["data_pointers", "new_token_kv", "pad_rows"]

@@ -65,16 +65,22 @@ def assert_past_unchanged(before: Sequence[LayerKV], after: Sequence[LayerKV], w
 
 
 def shares_storage(first: Tensor, second: Tensor) -> bool:
-    """True when two tensors are views of the same memory."""
-    return bool(first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr())
+    """True when two tensors are views of the same memory (in judge mode, the worker's
+    memory as it reported it: `worker_facts`)."""
+    from .worker_facts import storage
+
+    return storage(first) == storage(second)
 
 
 def assert_no_shared_storage(
     returned: Sequence[LayerKV], owned: Sequence[LayerKV], what: str
 ) -> None:
+    from .worker_facts import worker_reported
+
     for index, (pair_returned, pair_owned) in enumerate(zip(returned, owned, strict=True)):
         for tensor_returned in pair_returned:
             for tensor_owned in pair_owned:
                 assert not shares_storage(tensor_returned, tensor_owned), (
                     f"{what}: layer {index} aliases the caller's tensor"
+                    + worker_reported(tensor_returned, tensor_owned)
                 )

@@ -1,10 +1,15 @@
 """What the judge and a candidate's worker say to each other: values, never code.
 
 A message is an 8-byte length, a JSON header, then raw tensor bytes. Plain data travels
-as JSON (lists, tuples, dicts, None, bools, numbers, strings, dtypes, devices, slices);
+as JSON (lists, tuples, dicts, sets, None, bools, numbers, strings, dtypes, devices,
+slices; any other object the judge sends, such as a test's `object()`, as its type's
+name: the worker gets a stand-in of that name);
 a tensor travels by value (dtype, shape, the contiguous bytes); a torch.Generator as its
 state; an object that must stay in the worker (a module instance, a class) as a handle
-id. Nothing is pickled: decoding builds only these types, so bytes from a candidate's
+id. A tensor from the worker may carry what only the worker can see of it (`facts`: its
+object's serial, data pointers, offset and strides), and a tensor the judge sends back
+may name the worker tensor it is a view of (`refs`: by reference, not by value).
+Nothing is pickled: decoding builds only these types, so bytes from a candidate's
 process can never run code in the judge. Every size is checked before anything is
 allocated: the header's length, each tensor's dtype, shape and byte count.
 
@@ -35,6 +40,11 @@ DTYPES = {
     )
 }  # fmt: skip
 
+BUILTIN_TYPES: dict[str, type] = {
+    kind.__name__: kind
+    for kind in (int, float, complex, bool, str, bytes, list, tuple, dict, set, frozenset, object)
+}
+
 
 class WireError(Exception):
     """A message that breaks the format or its bounds (the sender is not trusted)."""
@@ -59,79 +69,144 @@ class Handle:
 # -- encoding (either side)
 
 
-def encode(value: Any, blobs: list[bytes], handles: Any = None) -> Any:
+def encode(
+    value: Any, blobs: list[bytes], handles: Any = None, facts: Any = None, refs: Any = None
+) -> Any:
     """`value` as JSON-able data; tensor bytes appended to `blobs`. `handles(obj)` gives
-    the handle of an object that cannot travel (worker side); None: such a value is an error."""
+    the handle of an object that cannot travel (worker side); None: such a value is an error.
+    `facts(tensor)` (worker side) adds what only the worker sees of a tensor; `refs(tensor)`
+    (judge side) names the worker tensor it views, or None: then it travels by value."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, complex):
+        return {"c": [value.real, value.imag]}
     if isinstance(value, torch.Tensor):
-        return {"t": _tensor(value, blobs)}
+        ref = refs(value) if refs is not None else None
+        if ref is not None:
+            return {"tr": ref}
+        spec, stride = _tensor(value, blobs)
+        extra: dict[str, Any] = {} if facts is None else {"facts": facts(value)}
+        if stride is not None:
+            extra["stride"] = stride
+        if value.requires_grad:
+            extra["grad"] = 1
+        return {"t": [*spec, extra] if extra else spec}
     if isinstance(value, torch.Size):
         return {"T": list(value)}
+
+    def inner(item: Any) -> Any:
+        return encode(item, blobs, handles, facts, refs)
+
     if isinstance(value, tuple | list):
-        return {
-            "T" if isinstance(value, tuple) else "L": [encode(v, blobs, handles) for v in value]
-        }
+        return {"T" if isinstance(value, tuple) else "L": [inner(v) for v in value]}
     if isinstance(value, dict):
-        return {
-            "D": [[encode(k, blobs, handles), encode(v, blobs, handles)] for k, v in value.items()]
-        }
+        return {"D": [[inner(k), inner(v)] for k, v in value.items()]}
+    if isinstance(value, set | frozenset):
+        return {"S" if isinstance(value, set) else "F": [inner(v) for v in value]}
     if isinstance(value, torch.dtype):
         return {"dt": str(value).removeprefix("torch.")}
     if isinstance(value, torch.device):
         return {"dev": str(value)}
     if isinstance(value, slice):
-        return {"sl": [encode(v, blobs, handles) for v in (value.start, value.stop, value.step)]}
+        return {"sl": [inner(v) for v in (value.start, value.stop, value.step)]}
     if isinstance(value, torch.Generator):
-        return {"gen": _tensor(value.get_state(), blobs), "device": str(value.device)}
+        return {"gen": _tensor(value.get_state(), blobs)[0], "device": str(value.device)}
     if isinstance(value, Handle):
         return {"h": value.ident, "kind": value.kind}
+    if isinstance(value, type) and value in BUILTIN_TYPES.values():
+        return {"ty": value.__name__}
     if handles is not None:
         ident, kind = handles(value)
         return {"h": ident, "kind": kind}
+    if refs is not None and not callable(value):  # the judge's: a stand-in, by its type's name
+        return {"o": type(value).__qualname__[:100]}
     raise TypeError(f"cannot send a {type(value).__name__} to the candidate's worker")
 
 
-def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> list[Any]:
+def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[int] | None]:
+    """The tensor's spec and, for a strided layout sent as is, its strides (else None)."""
     if tensor.device.type == "meta":  # shape and dtype only: a meta tensor holds no data
         blobs.append(b"")
-        return [
-            len(blobs) - 1,
-            str(tensor.dtype).removeprefix("torch."),
-            list(tensor.shape),
-            "meta",
-        ]
-    plain = tensor.detach().to("cpu").contiguous()
-    dtype = str(plain.dtype).removeprefix("torch.")
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        return [len(blobs) - 1, dtype, list(tensor.shape), "meta"], None
+    detached = tensor.detach()
+    dtype = str(detached.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
-        raise TypeError(f"cannot send a {plain.dtype} tensor")
-    data = plain.reshape(-1).view(torch.uint8).numpy().tobytes() if plain.numel() else b""
+        raise TypeError(f"cannot send a {detached.dtype} tensor")
+    stride = None
+    span = _span(list(detached.shape), list(detached.stride()))
+    if not detached.is_contiguous() and span <= 4 * detached.numel() + 64:
+        # The layout travels (an expanded tensor stays expanded, a transpose transposed):
+        # the elements from its first to its last, and its strides.
+        stride = [int(step) for step in detached.stride()]
+        flat = detached.as_strided((span,), (1,), detached.storage_offset()).to("cpu").clone()
+    else:
+        flat = detached.to("cpu").contiguous().reshape(-1)
+    data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
     blobs.append(data)
-    return [len(blobs) - 1, dtype, list(plain.shape), str(tensor.device)]
+    return [len(blobs) - 1, dtype, list(detached.shape), str(tensor.device)], stride
+
+
+def _span(shape: list[int], stride: list[int]) -> int:
+    """Elements from a strided tensor's first to its last (0 when it is empty)."""
+    if any(size == 0 for size in shape):
+        return 0
+    return 1 + sum((size - 1) * step for size, step in zip(shape, stride, strict=True))
 
 
 # -- decoding (either side): only the types above are ever built
 
 
-def decode(data: Any, blobs: list[bytes], handle: Any = None) -> Any:
+def decode(
+    data: Any, blobs: list[bytes], handle: Any = None, facts: Any = None, view: Any = None
+) -> Any:
+    """The value `data` describes. `facts(tensor, facts)` (judge side) receives what the
+    worker reported of a tensor; `view(ref)` (worker side) resolves a tensor sent by
+    reference; without them such values are malformed."""
     if data is None or isinstance(data, bool | int | float | str):
         return data
     if not isinstance(data, dict) or len(data) not in (1, 2):
         raise WireError("malformed value")
+
+    def inner(item: Any) -> Any:
+        return decode(item, blobs, handle, facts, view)
+
     if "t" in data:
-        return _untensor(data["t"], blobs)
+        return _untensor(data["t"], blobs, facts)
+    if "tr" in data:
+        if view is None:
+            raise WireError("unexpected tensor reference")
+        return view(_reference(data["tr"]))
     if "T" in data:
-        return tuple(decode(v, blobs, handle) for v in _list(data["T"]))
+        return tuple(inner(v) for v in _list(data["T"]))
+    if "S" in data or "F" in data:
+        items = [inner(v) for v in _list(data.get("S", data.get("F")))]
+        if any(not isinstance(item, bool | int | float | str | tuple | None) for item in items):
+            raise WireError("malformed set")
+        return set(items) if "S" in data else frozenset(items)
+    if "ty" in data:
+        if data["ty"] not in BUILTIN_TYPES:
+            raise WireError("type not allowed")
+        return BUILTIN_TYPES[data["ty"]]
+    if "c" in data:
+        parts = _list(data["c"])
+        if len(parts) != 2 or any(not isinstance(p, int | float) for p in parts):
+            raise WireError("malformed complex number")
+        return complex(parts[0], parts[1])
+    if "o" in data:
+        if view is None:  # only the judge sends stand-ins
+            raise WireError("unexpected stand-in")
+        return type(str(data["o"])[:100], (), {})()
     if "L" in data:
-        return [decode(v, blobs, handle) for v in _list(data["L"])]
+        return [inner(v) for v in _list(data["L"])]
     if "D" in data:
-        return {decode(k, blobs, handle): decode(v, blobs, handle) for k, v in _pairs(data["D"])}
+        return {inner(k): inner(v) for k, v in _pairs(data["D"])}
     if "dt" in data:
         return _dtype(data["dt"])
     if "dev" in data:
         return torch.device(str(data["dev"]))
     if "sl" in data:
-        return slice(*(decode(v, blobs, handle) for v in _list(data["sl"])))
+        return slice(*(inner(v) for v in _list(data["sl"])))
     if "gen" in data:
         generator = torch.Generator(device=str(data.get("device", "cpu")))
         generator.set_state(_untensor(data["gen"], blobs))
@@ -161,9 +236,63 @@ def _dtype(name: Any) -> torch.dtype:
     return DTYPES[name]
 
 
-def _untensor(spec: Any, blobs: list[bytes]) -> torch.Tensor:
+def _ints(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or len(value) > MAX_DIMS:
+        raise WireError(f"malformed {what}")
+    if any(not isinstance(v, int) or isinstance(v, bool) for v in value):
+        raise WireError(f"malformed {what}")
+    return value
+
+
+def _reference(spec: Any) -> list[Any]:
+    """[serial, storage offset, shape, strides] of a view of a tensor the worker sent."""
     if not isinstance(spec, list) or len(spec) != 4:
+        raise WireError("malformed tensor reference")
+    serial, offset, shape, stride = spec
+    if not isinstance(serial, int) or not isinstance(offset, int) or offset < 0:  # serial < 0:
+        # the -serial-th base of the same message (arguments sharing the judge's memory)
+        raise WireError("malformed tensor reference")
+    shape, stride = _ints(shape, "shape"), _ints(stride, "strides")
+    if len(shape) != len(stride) or any(size < 0 for size in shape):
+        raise WireError("malformed tensor reference")
+    return [serial, offset, shape, stride]
+
+
+def _facts(value: Any) -> dict[str, Any]:
+    """What the worker reports of a tensor: ints and int lists under known keys, nothing else."""
+    if not isinstance(value, dict) or set(value) - FACT_KEYS:
+        raise WireError("malformed tensor facts")
+    for key, item in value.items():
+        if key == "stride":
+            _ints(item, "strides")
+        elif not isinstance(item, int):
+            raise WireError("malformed tensor facts")
+    return value
+
+
+FACT_KEYS = frozenset({"id", "ptr", "base", "off", "stride", "contig", "nbytes", "moved"})
+
+
+def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
+    """A tensor spec: [blob, dtype, shape, device] and, optionally, a dict of `facts` (what
+    the worker reports), `stride` (the layout travelled as is) and `grad` (requires grad)."""
+    if not isinstance(spec, list) or len(spec) not in (4, 5):
         raise WireError("malformed tensor")
+    extra = spec[4] if len(spec) == 5 else {}
+    if not isinstance(extra, dict) or set(extra) - {"facts", "stride", "grad"}:
+        raise WireError("malformed tensor")
+    stride = _ints(extra["stride"], "strides") if "stride" in extra else None
+    tensor = _untensor_plain(spec[:4], blobs, stride)
+    if extra.get("grad") == 1 and tensor.is_floating_point():
+        tensor.requires_grad_(True)
+    if facts is not None and "facts" in extra:
+        facts(tensor, _facts(extra["facts"]))
+    return tensor
+
+
+def _untensor_plain(
+    spec: list[Any], blobs: list[bytes], stride: list[int] | None = None
+) -> torch.Tensor:
     index, name, shape, device = spec
     dtype = _dtype(name)
     if not isinstance(index, int) or not 0 <= index < len(blobs):
@@ -178,14 +307,17 @@ def _untensor(spec: Any, blobs: list[bytes]) -> torch.Tensor:
     data = blobs[index]
     if device == "meta" and not data:
         return torch.empty(shape, dtype=dtype, device="meta")
-    if numel * dtype.itemsize != len(data):
+    if stride is not None and (len(stride) != len(shape) or any(step < 0 for step in stride)):
+        raise WireError("malformed strides")
+    elements = numel if stride is None or not numel else _span(shape, stride)
+    if elements * dtype.itemsize != len(data):
         raise WireError(f"tensor of shape {shape} ({name}) does not match its {len(data)} bytes")
     flat = (
         torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype)
         if numel
         else torch.empty(0, dtype=dtype)
     )
-    tensor = flat.reshape(shape)
+    tensor = flat.reshape(shape) if stride is None or not numel else flat.as_strided(shape, stride)
     return tensor if str(device) == "cpu" else tensor.to(str(device))
 
 

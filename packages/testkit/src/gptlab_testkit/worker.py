@@ -4,15 +4,24 @@ Started by the judge (`judge.Worker`) as `python -I -S -B worker.py SITE_DIR...`
 site-packages but the directories given (where torch lives), no `.pth` file (so no
 editable install of this project), no user site, no environment. It is never imported
 as part of gptlab_testkit, and imports neither the testkit, pytest, the tests nor the
-reference: `Refuser`, first on `sys.meta_path`, refuses the project's packages and the
-test tools, and records each attempt (the judge fails the test that made it, naming it).
+reference: `Refuser`, on `sys.meta_path` right after the submission's own files (a
+seed-style folder's `kv_cache.py` is its own code), refuses the project's packages and
+the test tools, and records each attempt (the judge fails the test that made it, naming
+it).
 
 The candidate's files come over the pipe as source (the worker needs no access to the
 submission's folder) and are imported from memory: a file answers the plain name of its
 stem, `name_attempt.py` also `name`. The judge then sends calls; each answer carries
 the result (by value, or a handle for an object that stays here), every tensor and
-generator argument as it is after the call (so the judge sees in-place writes), what a
-forbidden-call guard saw, and the refused imports. Messages: see `wire`.
+generator argument (at any depth of its containers) as it is after the call (so the
+judge sees in-place writes), what a forbidden-call guard saw, and the refused imports.
+Messages: see `wire`.
+
+Every tensor sent to the judge carries its facts (`Sent`): a serial naming the object,
+its data pointers, offset and strides. `Sent` keeps the last tensors it sent alive, so a
+serial always names one object and no pointer the judge holds is reused by a later
+allocation; the judge sends a view of such a tensor back by reference, reads a view's
+current values (`read`) and fingerprints an object's whole state (`state`).
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -105,19 +115,74 @@ class Forbidden:
         return mode
 
 
+class Sent:
+    """The tensors sent to the judge (and received from it), kept alive, by serial."""
+
+    KEEP = 16384  # tensors, and at most KEEP_BYTES of their storage; the oldest go first
+    KEEP_BYTES = 256 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self.serials: dict[int, tuple[Any, int]] = {}  # id -> (tensor, serial)
+        self.tensors: OrderedDict[int, Any] = OrderedDict()  # serial -> tensor
+        self.next = 0
+        self.bytes = 0
+
+    def serial(self, tensor: Any) -> int:
+        known = self.serials.get(id(tensor))
+        if known is not None and known[0] is tensor:
+            return known[1]
+        self.next += 1
+        self.serials[id(tensor)] = (tensor, self.next)
+        self.tensors[self.next] = tensor
+        self.bytes += _nbytes(tensor)
+        while len(self.tensors) > self.KEEP or self.bytes > self.KEEP_BYTES:
+            _, old = self.tensors.popitem(last=False)
+            self.serials.pop(id(old), None)
+            self.bytes -= _nbytes(old)
+        return self.next
+
+    def facts(self, tensor: Any) -> dict[str, Any]:
+        meta = tensor.device.type == "meta"
+        return {
+            "id": self.serial(tensor),
+            "ptr": 0 if meta else int(tensor.data_ptr()),
+            "base": 0 if meta else int(tensor.untyped_storage().data_ptr()),
+            "nbytes": 0 if meta else int(tensor.untyped_storage().nbytes()),
+            "off": int(tensor.storage_offset()),
+            "stride": [int(s) for s in tensor.stride()],
+            "contig": int(tensor.is_contiguous()),
+        }
+
+    def view(self, ref: list[Any]) -> Any:
+        """The view the judge took of a tensor it was sent: same memory, here."""
+        serial, offset, shape, stride = ref
+        if serial not in self.tensors:
+            raise ValueError("a tensor sent by reference is no longer held by the worker")
+        base = self.tensors[serial]
+        return base.as_strided(shape, stride, int(base.storage_offset()) + offset)
+
+
 class Server:
     def __init__(self, wire: Any, refuser: Refuser, fd_in: int, fd_out: int) -> None:
         self.wire, self.refuser = wire, refuser
         self.fd_in, self.fd_out = fd_in, fd_out
         self.objects: dict[int, Any] = {}
         self.module: Any = None
+        self.sent = Sent()
 
     def handle_of(self, value: Any) -> tuple[int, str]:
         self.objects[id(value)] = value
         return id(value), type(value).__qualname__
 
-    def value(self, data: Any, blobs: list[bytes]) -> Any:
-        return self.wire.decode(data, blobs, lambda ident, kind: self.objects[ident])
+    def value(self, data: Any, blobs: list[bytes], view: Any = None) -> Any:
+        return self.wire.decode(
+            data, blobs, lambda ident, kind: self.objects[ident], view=view or self.sent.view
+        )
+
+    def encode(self, value: Any, out: list[bytes], handles: bool = True) -> Any:
+        return self.wire.encode(
+            value, out, self.handle_of if handles else None, facts=self.sent.facts
+        )
 
     def answer(self, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
         message["refused"] = list(self.refuser.attempts)
@@ -141,18 +206,50 @@ class Server:
         op = message.get("op")
         if op == "load":
             return self.load(message)
+        if op == "fork":
+            return self.fork(message)
+        out: list[bytes] = []
+        if op == "read":  # a view's current values
+            return {"value": self.encode(self.sent.view(message["ref"]), out)}, out
         owner = self.module if message.get("handle") is None else self.objects[message["handle"]]
         if op == "getattr":
-            out: list[bytes] = []
-            return {
-                "value": self.wire.encode(getattr(owner, message["name"]), out, self.handle_of)
-            }, out
+            return {"value": self.encode(_attribute(owner, message["name"]), out)}, out
         if op == "call":
             return self.call(owner, message, blobs)
+        if op == "state":
+            return {"value": self.encode(plain_state(owner), out, handles=False)}, out
         raise ValueError(f"unknown request {op!r}")
 
+    def fork(self, message: dict[str, Any]) -> Reply:
+        """A copy of this worker, candidate imported, for a forked test process: it talks
+        over the two FIFOs named (read, write) and starts a session of its own."""
+        import signal
+
+        import torch
+
+        if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]  # a fork: no CUDA
+            raise RuntimeError("no fork once CUDA is initialised")
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forks are reaped as they end
+        reading, writing = (str(path) for path in message["fifos"])
+        pid = os.fork()
+        if pid:
+            return {"pid": pid}, []
+        try:  # the copy: never returns to the caller's loop
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os.setsid()
+            os.close(self.fd_in)
+            os.close(self.fd_out)
+            self.fd_in = os.open(reading, os.O_RDONLY)
+            self.fd_out = os.open(writing, os.O_WRONLY)
+            os.write(self.fd_out, b"!")  # connected
+            self.serve()
+        finally:
+            os._exit(0)
+
     def load(self, message: dict[str, Any]) -> Reply:
-        sys.meta_path.insert(1, Sources(message["files"]))
+        # First: a submission's own file named like a refused module (a seed-style folder's
+        # kv_cache.py) is its own code; every other name still meets the refuser.
+        sys.meta_path.insert(0, Sources(message["files"]))
         self.module = importlib.import_module(message["main"])
         names = sorted(name for name in dir(self.module) if not name.startswith("__"))
         return {"names": names, "file": getattr(self.module, "__file__", "")}, []
@@ -160,9 +257,20 @@ class Server:
     def call(
         self, owner: Any, message: dict[str, Any], blobs: list[bytes]
     ) -> tuple[dict[str, Any], list[bytes]]:
-        target = owner if message.get("name") is None else getattr(owner, message["name"])
-        args = self.value(message["args"], blobs)
-        kwargs = self.value(message["kwargs"], blobs)
+        target = owner if message.get("name") is None else _attribute(owner, message["name"])
+        # Arguments sharing the judge's memory are views of one base here too.
+        bases = self.wire.decode(message.get("bases") or {"L": []}, blobs)
+
+        def view(ref: list[Any]) -> Any:
+            serial, offset, shape, stride = ref
+            if serial >= 0:
+                return self.sent.view(ref)
+            base = bases[-serial - 1]
+            return base.as_strided(shape, stride, int(base.storage_offset()) + offset)
+
+        args = self.value(message["args"], blobs, view)
+        kwargs = self.value(message["kwargs"], blobs, view)
+        before = {id(t): _pointer(t) for t in _tensors([*args, *kwargs.values()])}
         mode = Forbidden.mode(message["forbid"]) if message.get("forbid") else None
         if mode is not None:
             with mode:
@@ -170,18 +278,96 @@ class Server:
         else:
             result = target(*args, **kwargs)
         out: list[bytes] = []
-        after = [self._after(value, out) for value in [*args, *kwargs.values()]]
-        reply = {"value": self.wire.encode(result, out, self.handle_of), "after": after}
+        after = [self._after(value, out, before) for value in [*args, *kwargs.values()]]
+        reply = {"value": self.encode(result, out), "after": after}
         if mode is not None:
             reply["seen"] = list(mode.seen)
         return reply, out
 
-    def _after(self, value: Any, out: list[bytes]) -> Any:
+    def _after(self, value: Any, out: list[bytes], before: dict[int, int], depth: int = 0) -> Any:
+        """A tensor or generator argument as it is now, at any depth of lists, tuples and
+        dicts (the judge mirrors each into its own), and whether the call moved a tensor
+        to other memory; None for anything else."""
         import torch
 
+        def facts(tensor: Any) -> dict[str, Any]:
+            moved = before.get(id(tensor), _pointer(tensor)) != _pointer(tensor)
+            return {**self.sent.facts(tensor), "moved": int(moved)}
+
         if isinstance(value, torch.Tensor | torch.Generator):
-            return self.wire.encode(value, out)
+            return self.wire.encode(value, out, facts=facts)
+        if depth < 8 and isinstance(value, list | tuple):
+            return {"L": [self._after(item, out, before, depth + 1) for item in value]}
+        if depth < 8 and isinstance(value, dict):
+            return {"L": [self._after(item, out, before, depth + 1) for item in value.values()]}
         return None
+
+
+def _nbytes(tensor: Any) -> int:
+    return 0 if tensor.device.type == "meta" else int(tensor.untyped_storage().nbytes())
+
+
+def _pointer(tensor: Any) -> int:
+    return 0 if tensor.device.type == "meta" else int(tensor.data_ptr())
+
+
+def _tensors(value: Any, depth: int = 0) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth < 8 and isinstance(value, list | tuple | dict):
+        items = value.values() if isinstance(value, dict) else value
+        return [t for item in items for t in _tensors(item, depth + 1)]
+    return []
+
+
+def _attribute(owner: Any, name: str) -> Any:
+    """`owner.a.b` for the name "a.b": a class's method is reached through the module."""
+    for part in name.split("."):
+        owner = getattr(owner, part)
+    return owner
+
+
+def plain_state(value: Any, depth: int = 0, seen: dict[int, str] | None = None) -> Any:
+    """An object's state as plain data and tensors, what the judge fingerprints: a
+    module's mode and state dict, a generator's state, containers, attributes and
+    slots of other objects; a shared object once, then by the path it was first met."""
+    import torch
+
+    seen = {} if seen is None else seen
+    if value is None or isinstance(value, bool | int | float | str | torch.dtype | torch.device):
+        return value
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, torch.Generator):
+        return {"state": value.get_state()}
+    if id(value) in seen:
+        return f"<same object as {seen[id(value)]}>"
+    if depth >= 12:
+        return "<too deep>"
+    seen[id(value)] = f"<{depth}:{type(value).__qualname__}:{len(seen)}>"
+
+    def inner(item: Any) -> Any:
+        return plain_state(item, depth + 1, seen)
+
+    if isinstance(value, torch.nn.Module):
+        state = value.state_dict(keep_vars=True)
+        return {"training": value.training, **{k: inner(t) for k, t in state.items()}}
+    if isinstance(value, dict):
+        return {repr(key)[:200]: inner(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [inner(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return sorted(repr(item)[:200] for item in value)
+    attributes = dict(getattr(value, "__dict__", {}))
+    for klass in type(value).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if isinstance(slot, str) and hasattr(value, slot):
+                attributes[slot] = getattr(value, slot)
+    if not attributes:
+        return repr(value)[:200]
+    return {"<type>": type(value).__qualname__, **{k: inner(v) for k, v in attributes.items()}}
 
 
 def main(argv: list[str]) -> None:

@@ -1,0 +1,234 @@
+"""What only a candidate's worker can see of a tensor: identity, pointers, shared memory.
+
+In judge mode (`gptlab_testkit.judge`) a tensor the candidate returns reaches the test
+as a copy made in the judge, so `is`, `data_ptr()` and storage sharing of that copy say
+nothing about the candidate's own objects. The worker reports those facts with every
+tensor it sends (`wire`), the judge records them here, keyed by the copy's memory so
+that a view the test takes of the copy keeps them. The helpers answer from the facts
+where there are some and from the tensor itself otherwise: in-process (no judge) they
+are plain `is`, `data_ptr()` and storage comparisons. A verdict decided from facts is
+the worker's word, so its message says so: `worker_reported(...)`.
+
+A tensor the judge sent as an argument gets the facts of the worker's copy after the
+call (did the candidate keep it?); a view of a returned tensor goes back to the worker
+by reference (`reference`), the same memory there; `current` reads a view's values
+as they are now in the worker.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from torch import Tensor
+
+KEEP = 16384  # recorded copies, and at most KEEP_BYTES of them (the worker keeps as many
+KEEP_BYTES = 256 * 1024 * 1024  # of its tensors alive: worker.Sent)
+WORKER_REPORTED = " (worker-reported)"
+
+
+@dataclass(frozen=True, eq=False)
+class Facts:
+    """One worker tensor as the worker reported it, and the judge's copy of it."""
+
+    serial: int  # names the worker's tensor object
+    ptr: int
+    base: int  # its storage's data pointer
+    offset: int
+    stride: tuple[int, ...]
+    contiguous: bool
+    worker: Any  # the judge.Worker that reported it, and its generation (a restart
+    generation: int  # forgets every tensor)
+    copy: Tensor  # the judge's copy
+    version: int  # the copy's version counter when it arrived: later, a write of the test's
+    returned: bool  # a returned value (True) or a judge argument's worker copy (False)
+    moved: bool  # an argument's worker copy got other memory during the call (set_, resize_)
+
+
+_BY_STORAGE: OrderedDict[int, Facts] = OrderedDict()  # a returned copy's storage -> facts
+_BY_OBJECT: OrderedDict[int, Facts] = OrderedDict()  # an argument tensor's id -> facts
+_HELD = {"bytes": 0}
+
+
+def record(tensor: Tensor, reported: dict[str, Any], worker: Any, generation: int, *,
+           returned: bool) -> None:  # fmt: skip
+    """Keep the facts the worker reported of `tensor` (judge side; `judge` calls this)."""
+    facts = Facts(
+        serial=int(reported.get("id", 0)),
+        ptr=int(reported.get("ptr", 0)),
+        base=int(reported.get("base", 0)),
+        offset=int(reported.get("off", 0)),
+        stride=tuple(int(s) for s in reported.get("stride", ())),
+        contiguous=bool(reported.get("contig", 0)),
+        worker=worker,
+        generation=generation,
+        copy=tensor,
+        version=_version(tensor),
+        returned=returned,
+        moved=bool(reported.get("moved", 0)),
+    )
+    _keep(facts)
+
+
+def adopt(argument: Tensor, facts: Facts) -> None:
+    """`argument` (the judge's) was sent by value: it gets the facts of the worker's copy."""
+    _keep(replace(facts, copy=argument, version=_version(argument), returned=False))
+
+
+def written_by_worker(view: Tensor) -> None:
+    """The judge mirrored the worker's write into a view it sent by reference: the copy
+    still matches the worker's memory (not a write of the test's)."""
+    found = facts_of(view, arguments=False)
+    if found is not None:
+        _keep(replace(found[0], version=_version(found[0].copy)))
+
+
+def _keep(facts: Facts) -> None:
+    tensor = facts.copy
+    if facts.returned:
+        table, key = _BY_STORAGE, _storage_key(tensor)
+    else:
+        table, key = _BY_OBJECT, id(tensor)
+    old = table.pop(key, None)
+    _HELD["bytes"] += _nbytes(tensor) - (0 if old is None else _nbytes(old.copy))
+    table[key] = facts  # the copy is held: its memory cannot be reused while recorded
+    while table and (len(table) > KEEP or _HELD["bytes"] > KEEP_BYTES):
+        _, dropped = table.popitem(last=False)
+        _HELD["bytes"] -= _nbytes(dropped.copy)
+
+
+def _version(tensor: Tensor) -> int:
+    """The tensor's in-place write counter (-1 for an inference tensor: it has none)."""
+    try:
+        return int(tensor._version)
+    except RuntimeError:
+        return -1
+
+
+def _nbytes(tensor: Tensor) -> int:
+    return 0 if tensor.device.type == "meta" else int(tensor.untyped_storage().nbytes())
+
+
+def _storage_key(tensor: Tensor) -> int:
+    return 0 if tensor.device.type == "meta" else int(tensor.untyped_storage().data_ptr())
+
+
+def facts_of(tensor: Tensor, *, arguments: bool = True) -> tuple[Facts, int] | None:
+    """The facts behind `tensor` and its element offset into the recorded copy, or None.
+    `arguments=False`: only a returned tensor's (an argument's judge tensor keeps its own
+    identity and pointers; only its storage is compared with the worker's copy's)."""
+    if not (_BY_STORAGE or _BY_OBJECT) or not isinstance(tensor, Tensor):
+        return None
+    facts = _BY_OBJECT.get(id(tensor)) if arguments else None
+    if facts is not None and facts.copy is tensor:
+        return facts, 0
+    if tensor.device.type == "meta":
+        return None
+    facts = _BY_STORAGE.get(_storage_key(tensor))
+    if facts is None:
+        return None
+    return facts, int(tensor.storage_offset()) - int(facts.copy.storage_offset())
+
+
+def identity(tensor: Tensor) -> tuple[Any, ...]:
+    """Equal for the same tensor object: the worker's object where it reported one."""
+    found = facts_of(tensor, arguments=False)
+    if found is not None and found[0].copy is tensor:
+        return ("worker", id(found[0].worker), found[0].generation, found[0].serial)
+    return ("judge", id(tensor))
+
+
+def data_ptr(tensor: Tensor) -> tuple[Any, ...]:
+    """Where the tensor's first element lives (the worker's address where it reported one)."""
+    found = facts_of(tensor, arguments=False)
+    if found is None:
+        return ("judge", int(tensor.data_ptr()))
+    facts, delta = found
+    return ("worker", id(facts.worker), facts.ptr + delta * tensor.element_size())
+
+
+def storage(tensor: Tensor) -> tuple[Any, ...]:
+    """Which memory the tensor is a view of: equal for views of the same storage."""
+    found = facts_of(tensor)
+    if found is None:
+        return ("judge", int(tensor.untyped_storage().data_ptr()))
+    return ("worker", id(found[0].worker), found[0].base)
+
+
+def layout(tensor: Tensor) -> tuple[Any, ...]:
+    """(data pointer, storage offset, strides): a tensor's place in memory, compared exactly."""
+    found = facts_of(tensor, arguments=False)
+    if found is None or tensor.device.type == "meta":
+        return (int(tensor.data_ptr()), int(tensor.storage_offset()), tuple(tensor.stride()))
+    facts, delta = found
+    stride = facts.stride if facts.copy is tensor else tuple(tensor.stride())
+    return (data_ptr(tensor), facts.offset + delta, stride)
+
+
+def same_objects(now: Any, before: Any) -> bool:
+    """Are the tensors of `now` the very objects of `before`, in order?"""
+    first, second = list(tensors_in(now)), list(tensors_in(before))
+    return len(first) == len(second) and all(
+        identity(a) == identity(b) for a, b in zip(first, second, strict=True)
+    )
+
+
+def worker_reported(*values: Any) -> str:
+    """`" (worker-reported)"` when a fact about these values came from a worker, else `""`."""
+    reported = any(facts_of(t) is not None for value in values for t in tensors_in(value))
+    return WORKER_REPORTED if reported else ""
+
+
+def current(tensor: Tensor) -> Tensor:
+    """The values of `tensor` as they are now: in judge mode a view of a returned tensor
+    is read again from the worker's memory (an earlier copy would be stale)."""
+    ref = reference(tensor)
+    if ref is None:
+        return tensor
+    facts = facts_of(tensor, arguments=False)
+    assert facts is not None
+    value = facts[0].worker.read(ref)
+    assert isinstance(value, Tensor)
+    return value.to(tensor.device)
+
+
+def reference(tensor: Tensor, worker: Any = None) -> list[Any] | None:
+    """[serial, offset, shape, strides] naming, in the worker, the memory `tensor` views:
+    a view of a returned tensor that the test has not written to. None otherwise."""
+    found = facts_of(tensor, arguments=False)
+    if found is None:
+        return None
+    facts, delta = found
+    if not facts.returned or tuple(facts.copy.stride()) != facts.stride or delta < 0:
+        return None  # the copy's layout is not the worker tensor's: no view maps across
+    if worker is not None and facts.worker is not worker:
+        return None
+    if facts.worker.generation != facts.generation or _version(facts.copy) != facts.version:
+        return None  # the worker was restarted, or the test wrote into its copy
+    if tensor.dtype != facts.copy.dtype:
+        return None
+    return [facts.serial, delta, list(tensor.shape), list(tensor.stride())]
+
+
+def tensors_in(value: Any, depth: int = 0) -> Iterator[Tensor]:
+    """Every tensor in nested lists, tuples and dict values."""
+    if isinstance(value, Tensor):
+        yield value
+    elif depth < 8 and isinstance(value, list | tuple):
+        for item in value:
+            yield from tensors_in(item, depth + 1)
+    elif depth < 8 and isinstance(value, dict):
+        for item in value.values():
+            yield from tensors_in(item, depth + 1)
+
+
+__all__ = [
+    "current",
+    "data_ptr",
+    "identity",
+    "same_objects",
+    "storage",
+    "worker_reported",
+]
