@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 REPO = Path(__file__).resolve().parents[3]
 GRADESCOPE = REPO / "examples" / "gradescope"
 FAITHFUL = REPO / "integration_tests" / "faithful" / "good_kv_cache_index_copy.py"
-ONE_BUG = REPO / "integration_tests" / "known_bad" / "bad_kv_cache_absolute_slot.py"
+ONE_BUG = REPO / "examples" / "class" / "bad_absolute_slot" / "kv_cache.py"
 POINTS = 100.0
 VISIBILITY = ["integration=after_due_date", "storage_lifecycle=hidden"]
 
