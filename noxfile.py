@@ -273,7 +273,7 @@ for _tier in range(4):
 @nox.session
 def testkit(session: nox.Session) -> None:
     """The grading machinery's own tests."""
-    install_packages(session, "testkit", extras="")
+    install_packages(session, "testkit")
     # The Gradescope test grades a real kv_cache submission (kv_cache's suites and siblings);
     # grade's doors and the cheats take drill ids; the mutation runner's test runs mutmut.
     install_packages(session, *RUNTIME_PACKAGES, "drills")
