@@ -39,6 +39,24 @@ def test_values_cross_the_wire_by_value() -> None:
     assert got["dtype"] is torch.bfloat16 and got["none"] is None
 
 
+def test_an_inference_tensor_stays_one_across_the_wire_with_its_layout() -> None:
+    with torch.inference_mode():
+        x = torch.arange(6.0).reshape(2, 3).t()  # an inference tensor, transposed
+    plain = torch.arange(6.0).reshape(2, 3).t()
+    got, got_plain = round_trip([x, plain])  # type: ignore[misc]
+    assert got.is_inference() and not got_plain.is_inference()
+    assert torch.equal(got, x) and got.stride() == x.stride()
+
+
+def test_a_generator_shared_by_two_rows_stays_one_generator() -> None:
+    shared, own = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
+    got = round_trip({"a": shared, "b": own, "c": shared})
+    assert isinstance(got, dict) and got["a"] is got["c"] and got["a"] is not got["b"]
+    assert torch.equal(got["a"].get_state(), shared.get_state())
+    with pytest.raises(wire.WireError, match="generator reference"):
+        wire.decode({"g": 0}, [])  # no generator was sent before it
+
+
 def test_a_tensor_whose_bytes_do_not_match_its_shape_is_refused_before_allocation() -> None:
     spec = {"t": [0, "float32", [1000, 1000], "cpu"]}
     with pytest.raises(wire.WireError, match="does not match"):
@@ -139,6 +157,12 @@ def double(x):
 def scale_in_place(x, factor):
     x.mul_(factor)
 
+def scale_under_inference_mode(x, factor):
+    if not x.is_inference():
+        raise ValueError("x must be an inference tensor")
+    with torch.inference_mode():
+        x.mul_(factor)
+
 def reach():
     import gptlab_testkit
 """
@@ -171,6 +195,15 @@ def test_an_in_place_write_in_the_worker_is_seen_in_the_judges_tensor(worker: Wo
     x = torch.ones(3)
     call(worker, "scale_in_place", x, 3.0)
     assert torch.equal(x, torch.full((3,), 3.0))
+
+
+def test_an_inference_tensor_is_one_in_the_worker_and_its_write_comes_back(worker: Worker) -> None:
+    with torch.inference_mode():
+        x = torch.ones(3)
+    call(worker, "scale_under_inference_mode", x, 2.0)
+    assert x.is_inference() and torch.equal(x, torch.full((3,), 2.0))
+    with pytest.raises(ValueError, match="inference tensor"):
+        call(worker, "scale_under_inference_mode", torch.ones(3), 2.0)
 
 
 def test_reaching_for_the_testkit_is_a_failure_naming_it(worker: Worker) -> None:

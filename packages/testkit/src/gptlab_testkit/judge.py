@@ -476,11 +476,13 @@ def _mirror_one(original: Any, value: Any) -> None:
         if original.device.type == "meta":
             return  # no data to write
         moved = facts is not None and facts[0].moved  # the worker's copy was reallocated
+        # an inference tensor is written only under inference mode, here as in the worker
+        writing = torch.inference_mode if original.is_inference() else torch.no_grad
         if moved or value.shape != original.shape or value.dtype != original.dtype:
-            with torch.no_grad():  # so is the judge's: its data pointer changes too
+            with writing():  # so is the judge's: its data pointer changes too
                 original.set_(value.to(original.device).clone())  # type: ignore[call-overload]
         elif not torch.equal(value.to(original.device), original.detach()):
-            with torch.no_grad():
+            with writing():
                 original.copy_(value)
             if by_reference:  # the worker's own memory, written there: still a faithful view
                 worker_facts.written_by_worker(original)

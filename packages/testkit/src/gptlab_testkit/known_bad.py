@@ -338,12 +338,17 @@ def _run(
     return lambda: ForkedRun(paths, env, args, import_limit=TIMEOUTS[run] + 60.0, limit=limit)
 
 
+# "default": judge mode as `grade` sets it; "all" (`--judge`): as `grade --judge` does,
+# every drill's candidate in a worker (how a drill is proved ready for judge.JUDGED).
+JUDGE_MODE = {"mode": "default"}
+
+
 def judging(run: str, trusted: bool) -> dict[str, str]:
     """Judge mode as `grade` sets it (the judged variables' candidates run in a worker).
     A known-bad candidate is this project's own fixture, often the reference with one
     edit: its worker may import the project's packages (`judge.trusted`)."""
     return {
-        "GPTLAB_JUDGE": "default",
+        "GPTLAB_JUDGE": JUDGE_MODE["mode"],
         "GPTLAB_JUDGE_TIMEOUT": f"{TIMEOUTS[run]:g}",
         "GPTLAB_JUDGE_MEMORY_MIB": str(MEMORY_MIB),
         "GPTLAB_JUDGE_TRUSTED": "1" if trusted else "",
@@ -486,6 +491,11 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="grade every drill's clause mutants, stamped ones too",
     )
+    parser.add_argument(
+        "--judge",
+        action="store_true",
+        help="run every drill's candidate in a judge's worker, as grade --judge does",
+    )
     parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
@@ -507,6 +517,7 @@ def main(argv: list[str]) -> int:
         "is listed as a warning",
     )
     args = parser.parse_args(argv)
+    JUDGE_MODE["mode"] = "all" if args.judge else "default"
 
     every = [
         read_known_bad(path)

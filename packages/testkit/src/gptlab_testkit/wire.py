@@ -70,12 +70,19 @@ class Handle:
 
 
 def encode(
-    value: Any, blobs: list[bytes], handles: Any = None, facts: Any = None, refs: Any = None
+    value: Any,
+    blobs: list[bytes],
+    handles: Any = None,
+    facts: Any = None,
+    refs: Any = None,
+    generators: dict[int, int] | None = None,
 ) -> Any:
     """`value` as JSON-able data; tensor bytes appended to `blobs`. `handles(obj)` gives
     the handle of an object that cannot travel (worker side); None: such a value is an error.
     `facts(tensor)` (worker side) adds what only the worker sees of a tensor; `refs(tensor)`
-    (judge side) names the worker tensor it views, or None: then it travels by value."""
+    (judge side) names the worker tensor it views, or None: then it travels by value.
+    A generator met twice in one value is sent once, then by its index (`generators`), so a
+    generator shared by two rows is one generator on the other side too."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, complex):
@@ -90,12 +97,16 @@ def encode(
             extra["stride"] = stride
         if value.requires_grad:
             extra["grad"] = 1
+        elif value.is_inference():  # writable only under inference mode, on either side
+            extra["inf"] = 1
         return {"t": [*spec, extra] if extra else spec}
     if isinstance(value, torch.Size):
         return {"T": list(value)}
 
+    generators = {} if generators is None else generators
+
     def inner(item: Any) -> Any:
-        return encode(item, blobs, handles, facts, refs)
+        return encode(item, blobs, handles, facts, refs, generators)
 
     if isinstance(value, tuple | list):
         return {"T" if isinstance(value, tuple) else "L": [inner(v) for v in value]}
@@ -110,6 +121,9 @@ def encode(
     if isinstance(value, slice):
         return {"sl": [inner(v) for v in (value.start, value.stop, value.step)]}
     if isinstance(value, torch.Generator):
+        if id(value) in generators:
+            return {"g": generators[id(value)]}
+        generators[id(value)] = len(generators)
         return {"gen": _tensor(value.get_state(), blobs)[0], "device": str(value.device)}
     if isinstance(value, Handle):
         return {"h": value.ident, "kind": value.kind}
@@ -135,7 +149,11 @@ def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[i
         raise TypeError(f"cannot send a {detached.dtype} tensor")
     stride = None
     span = _span(list(detached.shape), list(detached.stride()))
-    if not detached.is_contiguous() and span <= 4 * detached.numel() + 64:
+    # torch calls a tensor contiguous whatever the strides of its size-one dims: those
+    # strides are part of the layout a candidate may read, so they travel too
+    if list(detached.stride()) != _contiguous_strides(list(detached.shape)) and (
+        span <= 4 * detached.numel() + 64
+    ):
         # The layout travels (an expanded tensor stays expanded, a transpose transposed):
         # the elements from its first to its last, and its strides.
         stride = [int(step) for step in detached.stride()]
@@ -145,6 +163,14 @@ def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[i
     data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
     blobs.append(data)
     return [len(blobs) - 1, dtype, list(detached.shape), str(tensor.device)], stride
+
+
+def _contiguous_strides(shape: list[int]) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return strides[::-1]
 
 
 def _span(shape: list[int], stride: list[int]) -> int:
@@ -158,18 +184,25 @@ def _span(shape: list[int], stride: list[int]) -> int:
 
 
 def decode(
-    data: Any, blobs: list[bytes], handle: Any = None, facts: Any = None, view: Any = None
+    data: Any,
+    blobs: list[bytes],
+    handle: Any = None,
+    facts: Any = None,
+    view: Any = None,
+    generators: list[torch.Generator] | None = None,
 ) -> Any:
     """The value `data` describes. `facts(tensor, facts)` (judge side) receives what the
     worker reported of a tensor; `view(ref)` (worker side) resolves a tensor sent by
-    reference; without them such values are malformed."""
+    reference; without them such values are malformed. `generators`: those made so far."""
     if data is None or isinstance(data, bool | int | float | str):
         return data
     if not isinstance(data, dict) or len(data) not in (1, 2):
         raise WireError("malformed value")
 
+    generators = [] if generators is None else generators
+
     def inner(item: Any) -> Any:
-        return decode(item, blobs, handle, facts, view)
+        return decode(item, blobs, handle, facts, view, generators)
 
     if "t" in data:
         return _untensor(data["t"], blobs, facts)
@@ -210,7 +243,13 @@ def decode(
     if "gen" in data:
         generator = torch.Generator(device=str(data.get("device", "cpu")))
         generator.set_state(_untensor(data["gen"], blobs))
+        generators.append(generator)
         return generator
+    if "g" in data:  # a generator met earlier in the same value
+        index = data["g"]
+        if not isinstance(index, int) or not 0 <= index < len(generators):
+            raise WireError("malformed generator reference")
+        return generators[index]
     if "h" in data:
         if handle is None:
             raise WireError("unexpected handle")
@@ -275,14 +314,15 @@ FACT_KEYS = frozenset({"id", "ptr", "base", "off", "stride", "contig", "nbytes",
 
 def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     """A tensor spec: [blob, dtype, shape, device] and, optionally, a dict of `facts` (what
-    the worker reports), `stride` (the layout travelled as is) and `grad` (requires grad)."""
+    the worker reports), `stride` (the layout travelled as is), `grad` (requires grad) and
+    `inf` (an inference tensor)."""
     if not isinstance(spec, list) or len(spec) not in (4, 5):
         raise WireError("malformed tensor")
     extra = spec[4] if len(spec) == 5 else {}
-    if not isinstance(extra, dict) or set(extra) - {"facts", "stride", "grad"}:
+    if not isinstance(extra, dict) or set(extra) - {"facts", "stride", "grad", "inf"}:
         raise WireError("malformed tensor")
     stride = _ints(extra["stride"], "strides") if "stride" in extra else None
-    tensor = _untensor_plain(spec[:4], blobs, stride)
+    tensor = _untensor_plain(spec[:4], blobs, stride, inference=extra.get("inf") == 1)
     if extra.get("grad") == 1 and tensor.is_floating_point():
         tensor.requires_grad_(True)
     if facts is not None and "facts" in extra:
@@ -291,7 +331,7 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
 
 
 def _untensor_plain(
-    spec: list[Any], blobs: list[bytes], stride: list[int] | None = None
+    spec: list[Any], blobs: list[bytes], stride: list[int] | None = None, inference: bool = False
 ) -> torch.Tensor:
     index, name, shape, device = spec
     dtype = _dtype(name)
@@ -317,6 +357,9 @@ def _untensor_plain(
         if numel
         else torch.empty(0, dtype=dtype)
     )
+    if inference:  # an inference tensor's views are inference tensors: the layout is kept
+        with torch.inference_mode():
+            flat = flat.clone()
     tensor = flat.reshape(shape) if stride is None or not numel else flat.as_strided(shape, stride)
     return tensor if str(device) == "cpu" else tensor.to(str(device))
 
