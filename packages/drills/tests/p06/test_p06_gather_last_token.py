@@ -6,10 +6,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.overrides import TorchFunctionMode
 
-from gptlab_testkit import WRONG_KIND, assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
+from gptlab_testkit import WRONG_KIND, assert_rejects, candidate, shares_storage, test_device
+from gptlab_testkit.oracles import CountedCalls, assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P06_MODULE")
 
@@ -85,19 +84,9 @@ def test_any_small_batch_matches_the_loop_oracle(data):
     assert got.shape == (B, C) and torch.equal(got, loop_last(hidden, lengths))
 
 
-class _CountCalls(TorchFunctionMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.calls += 1
-        return func(*args, **(kwargs or {}))
-
-
 def torch_calls(B: int) -> int:
     hidden, lengths = seeded(B, 4, 2, seed=B), long([(b % 4) + 1 for b in range(B)])
-    with _CountCalls() as counter:
+    with CountedCalls() as counter:  # in judge mode, counted by the worker
         drill.gather_last_token(hidden, lengths)
     return counter.calls
 
@@ -118,6 +107,8 @@ def test_the_result_is_a_new_tensor_and_the_inputs_are_unchanged(values):
 
     with inputs_untouched(hidden=hidden, lengths=lengths):
         got = drill.gather_last_token(hidden, lengths)
+        # in judge mode the storages are the worker's, as it reported them
+        assert not shares_storage(got, hidden), "the result is a view of hidden"
         with torch.inference_mode():
             got.fill_(7.0)
 

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import assert_rejects, candidate, test_device
+from gptlab_testkit import assert_rejects, candidate, shares_storage, test_device
 from gptlab_testkit.boundary import BAD_VALUE, WRONG_KIND
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
@@ -96,6 +96,8 @@ def test_results_are_new_tensors_so_reusing_the_old_rows_leaks_nothing(bits):
     fields = batch(4, seed=5)
     compacted, _ = drill.compact_live_rows(fields, mask(bits))
     kept = {name: field.clone() for name, field in compacted.items()}
+    for name, field in compacted.items():  # in judge mode: the worker's storages, as reported
+        assert not shares_storage(field, fields[name]), f"{name}: a view of the old batch"
 
     for field in fields.values():  # the loop hands the freed rows to new requests
         field.fill_(-7)

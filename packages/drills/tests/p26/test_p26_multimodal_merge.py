@@ -8,7 +8,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import BAD_VALUE, WRONG_KIND, assert_rejects, candidate, test_device
+from gptlab_testkit import (
+    BAD_VALUE,
+    WRONG_KIND,
+    assert_rejects,
+    candidate,
+    shares_storage,
+    test_device,
+)
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P26_MODULE")
@@ -89,6 +96,8 @@ def test_a_text_only_batch_passes_through_as_the_callers_own_tensor(rows):
 
     got = merge(input_ids, embeds, rows)
     assert torch.equal(got, before), "a text-only batch changed"
+    # in judge mode the storages are the worker's, as it reported them
+    assert not shares_storage(got, embeds), "the result shares memory with inputs_embeds"
     got = got.clone() if got.is_inference() else got
     got.fill_(0.0)
 

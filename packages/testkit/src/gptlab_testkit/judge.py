@@ -48,11 +48,19 @@ from . import reaper, sandbox, wire, worker_facts
 
 JUDGE_VARIABLE = "GPTLAB_JUDGE"
 TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
-# The variables graded in judge mode by default: drills of functions over tensors and
-# plain data, and kv_cache (a KVCache is a handle; storage identity is worker-reported).
-# The covered set is measured: faithful candidates pass, known-bad fail.
+# The variables graded in judge mode by default: drills of functions over tensors, plain
+# data and generators, and kv_cache (a KVCache is a handle; storage identity is
+# worker-reported). The covered set is measured (`known_bad --judge`): faithful candidates
+# pass, known-bad and clause mutants fail. Left out, in-process: the drills whose contract
+# hands the candidate a module, a callable or a process group (P14, P16, P17, P25, P27,
+# P28, PT06, PT08), or reads a fact the wire does not carry (P01 and P02 a storage
+# offset, PT17 the size of every tensor made inside the call).
+JUDGED_DRILLS = (
+    "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13", "P15",
+    "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P26", "PT28",
+)  # fmt: skip
 JUDGED: frozenset[str] = frozenset(
-    {*(f"DRILL_{key}_MODULE" for key in ("P03", "P04", "P05", "P06", "P19")), "KV_CACHE_MODULE"}
+    {*(f"DRILL_{key}_MODULE" for key in JUDGED_DRILLS), "KV_CACHE_MODULE"}
 )
 REFUSED = (
     "gptlab_testkit", "gptlab_drills", "gptlab_practice", "pytest", "_pytest", "pluggy",
@@ -376,14 +384,13 @@ def _sources(path: Path) -> dict[str, list[str]]:
 # -- the proxies
 
 
-def _forbidden_in_effect() -> list[Any]:
-    """The judge's `forbidding` guards active around this call (their modes)."""
+def _modes_in_effect(kind: type) -> list[Any]:
+    """The judge's guards of this kind active around this call (`forbidding`'s modes,
+    `CountedCalls`)."""
     from torch.overrides import _get_current_function_mode_stack
 
-    from .oracles import _ForbiddenCalls
-
     stack = _get_current_function_mode_stack()  # type: ignore[no-untyped-call]
-    return [mode for mode in stack if isinstance(mode, _ForbiddenCalls)]
+    return [mode for mode in stack if isinstance(mode, kind)]
 
 
 def _torch_name(function: Any) -> str:
@@ -395,7 +402,29 @@ def _torch_name(function: Any) -> str:
 
 
 def _call(worker: Worker, handle: int | None, name: str | None, args: Any, kwargs: Any) -> Any:
-    guards = _forbidden_in_effect()
+    from .oracles import CountedCalls
+
+    counters = _modes_in_effect(CountedCalls)
+    for counter in counters:  # the judge's own wire work is no call of the candidate's
+        counter.paused += 1
+    try:
+        value, calls = _call_worker(worker, handle, name, args, kwargs, bool(counters))
+    finally:
+        for counter in counters:
+            counter.paused -= 1
+    for counter in counters:
+        counter.calls += calls
+    return value
+
+
+def _call_worker(
+    worker: Worker, handle: int | None, name: str | None, args: Any, kwargs: Any, count: bool
+) -> tuple[Any, int]:
+    """The call made in the worker: its value, and how many torch calls it made there
+    when asked to `count` (worker-reported)."""
+    from .oracles import _ForbiddenCalls
+
+    guards = _modes_in_effect(_ForbiddenCalls)
     forbid = sorted({_torch_name(f) for mode in guards for f in mode.forbidden})
     blobs: list[bytes] = []
     bases, shared = _shared_memory([*args, *kwargs.values()])
@@ -411,13 +440,17 @@ def _call(worker: Worker, handle: int | None, name: str | None, args: Any, kwarg
         "args": wire.encode(list(args), blobs, refs=refs),
         "kwargs": wire.encode(dict(kwargs), blobs, refs=refs),
         "forbid": forbid,
+        "count": count,
     }
     reply = worker.request(message, blobs)
     reply_blobs = reply.pop("_blobs")
     _mirror([*args, *kwargs.values()], reply.get("after") or [], reply_blobs, worker)
     for mode in guards:
         mode.seen.extend(f"{seen} (worker-reported)" for seen in reply.get("seen") or [])
-    return worker.decode(reply["value"], reply_blobs)
+    calls = reply.get("calls") or 0
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+        raise wire.WireError("malformed call count")
+    return worker.decode(reply["value"], reply_blobs), calls
 
 
 def _shared_memory(arguments: list[Any]) -> tuple[list[torch.Tensor], Any]:

@@ -73,6 +73,22 @@ class _ForbiddenCalls(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+class CountedCalls(TorchFunctionMode):
+    """Counts the torch calls made inside the block (`with CountedCalls() as counter`). In
+    judge mode the candidate's calls are made in its worker, which counts them and reports
+    the number (worker-reported); the judge's own wire work is not counted (`paused`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.paused = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        if not self.paused:
+            self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
 CONCATENATIONS = (torch.cat, torch.concat, torch.concatenate, torch.stack, torch.hstack,
                   torch.vstack, torch.dstack)  # fmt: skip
 
@@ -100,6 +116,7 @@ def inputs_untouched(**tensors: Tensor) -> Iterator[None]:
 
 __all__ = [
     "CONCATENATIONS",
+    "CountedCalls",
     "forbidding",
     "inputs_untouched",
     "loop_attention",

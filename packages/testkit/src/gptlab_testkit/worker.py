@@ -106,12 +106,14 @@ class Forbidden:
 
         class Mode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                self.calls += 1  # type: ignore[attr-defined]
                 if func in forbidden:
                     self.seen.append(forbidden[func])  # type: ignore[attr-defined]
                 return func(*args, **(kwargs or {}))
 
         mode = Mode()
         mode.seen = []  # type: ignore[attr-defined]
+        mode.calls = 0  # type: ignore[attr-defined]
         return mode
 
 
@@ -271,7 +273,8 @@ class Server:
         args = self.value(message["args"], blobs, view)
         kwargs = self.value(message["kwargs"], blobs, view)
         before = {id(t): _pointer(t) for t in _tensors([*args, *kwargs.values()])}
-        mode = Forbidden.mode(message["forbid"]) if message.get("forbid") else None
+        watched = bool(message.get("forbid")) or bool(message.get("count"))
+        mode = Forbidden.mode(message.get("forbid") or []) if watched else None
         if mode is not None:
             with mode:
                 result = target(*args, **kwargs)
@@ -282,6 +285,7 @@ class Server:
         reply = {"value": self.encode(result, out), "after": after}
         if mode is not None:
             reply["seen"] = list(mode.seen)
+            reply["calls"] = mode.calls
         return reply, out
 
     def _after(self, value: Any, out: list[bytes], before: dict[int, int], depth: int = 0) -> Any:
