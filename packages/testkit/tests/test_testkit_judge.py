@@ -157,6 +157,9 @@ def double(x):
 def scale_in_place(x, factor):
     x.mul_(factor)
 
+def modes():
+    return torch.is_grad_enabled(), torch.is_inference_mode_enabled()
+
 def scale_under_inference_mode(x, factor):
     if not x.is_inference():
         raise ValueError("x must be an inference tensor")
@@ -204,6 +207,18 @@ def test_an_inference_tensor_is_one_in_the_worker_and_its_write_comes_back(worke
     assert x.is_inference() and torch.equal(x, torch.full((3,), 2.0))
     with pytest.raises(ValueError, match="inference tensor"):
         call(worker, "scale_under_inference_mode", torch.ones(3), 2.0)
+
+
+def test_the_call_runs_under_the_judges_grad_and_inference_modes(worker: Worker) -> None:
+    assert call(worker, "modes") == (True, False)
+    with torch.no_grad():
+        assert call(worker, "modes") == (False, False)
+    with torch.inference_mode():
+        assert call(worker, "modes") == (False, True)
+        with torch.inference_mode():
+            x = torch.ones(3)
+        call(worker, "scale_in_place", x, 2.0)  # an inference tensor written in the mode
+    assert torch.equal(x, torch.full((3,), 2.0))
 
 
 def test_reaching_for_the_testkit_is_a_failure_naming_it(worker: Worker) -> None:

@@ -441,6 +441,9 @@ def _call_worker(
         "kwargs": wire.encode(dict(kwargs), blobs, refs=refs),
         "forbid": forbid,
         "count": count,
+        # the call runs in the worker under the judge's grad and inference modes
+        "grad": torch.is_grad_enabled(),
+        "inference": torch.is_inference_mode_enabled(),
     }
     reply = worker.request(message, blobs)
     reply_blobs = reply.pop("_blobs")

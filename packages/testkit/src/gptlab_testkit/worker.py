@@ -26,6 +26,7 @@ current values (`read`) and fingerprints an object's whole state (`state`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.util
 import os
@@ -275,10 +276,14 @@ class Server:
         before = {id(t): _pointer(t) for t in _tensors([*args, *kwargs.values()])}
         watched = bool(message.get("forbid")) or bool(message.get("count"))
         mode = Forbidden.mode(message.get("forbid") or []) if watched else None
-        if mode is not None:
-            with mode:
-                result = target(*args, **kwargs)
-        else:
+        import torch
+
+        with contextlib.ExitStack() as stack:  # the judge's grad and inference modes hold here
+            stack.enter_context(torch.set_grad_enabled(message.get("grad", True) is True))
+            if message.get("inference") is True:
+                stack.enter_context(torch.inference_mode())
+            if mode is not None:
+                stack.enter_context(mode)
             result = target(*args, **kwargs)
         out: list[bytes] = []
         after = [self._after(value, out, before) for value in [*args, *kwargs.values()]]
