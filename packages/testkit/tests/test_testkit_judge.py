@@ -48,6 +48,16 @@ def test_an_inference_tensor_stays_one_across_the_wire_with_its_layout() -> None
     assert torch.equal(got, x) and got.stride() == x.stride()
 
 
+def test_a_slice_keeps_its_storage_offset_and_size_one_dims_their_strides() -> None:
+    base = torch.arange(24.0)
+    rows = base[6:].view(3, 6)[:, 1:]  # offset 7, strided
+    column = torch.arange(4.0).view(4, 1).as_strided((4, 1), (1, 5))  # a stray size-one stride
+    got_rows, got_column = round_trip([rows, column])  # type: ignore[misc]
+    assert got_rows.storage_offset() == 7 and got_rows.stride() == rows.stride()
+    assert torch.equal(got_rows, rows)
+    assert got_column.stride() == (1, 5) and torch.equal(got_column, column)
+
+
 def test_a_generator_shared_by_two_rows_stays_one_generator() -> None:
     shared, own = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
     got = round_trip({"a": shared, "b": own, "c": shared})

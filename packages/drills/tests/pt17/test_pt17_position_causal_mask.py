@@ -6,10 +6,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.overrides import TorchFunctionMode
 
 from gptlab_testkit import BAD_VALUE, WRONG_KIND, assert_rejects, candidate, test_device
-from gptlab_testkit.oracles import inputs_untouched
+from gptlab_testkit.oracles import CountedCalls, inputs_untouched
 
 drill = candidate("DRILL_PT17_MODULE")
 
@@ -131,21 +130,6 @@ def test_any_padded_chunk_matches_the_loop_oracle(data):
     check(long(query_rows), long(key_rows), flags(valid_rows), f"B={B}, Tq={Tq}, Tk={Tk}")
 
 
-class _LargestTensor(TorchFunctionMode):
-    """Records the most elements any torch call returned inside the block."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.largest = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        result = func(*args, **(kwargs or {}))
-        for value in result if isinstance(result, tuple) else (result,):
-            if isinstance(value, torch.Tensor):
-                self.largest = max(self.largest, value.numel())
-        return result
-
-
 @pytest.mark.contract
 @pytest.mark.clause("PT17.11")
 @pytest.mark.parametrize(("Tq", "origin"), [(1, 3000), (3, 2500)])
@@ -158,7 +142,7 @@ def test_no_square_mask_over_the_largest_position_is_built(Tq, origin):
     valid = flags([[1] * Tk, [0] + [1] * (Tk - 1)])
     limit = 2 * (2 * Tq * Tk) + 2 * (origin + Tk)  # the mask, or one position index
 
-    with _LargestTensor() as watch:
+    with CountedCalls() as watch:  # the most elements one torch call returned (judge: worker's)
         got = drill.position_causal_mask(query, keys, valid)
 
     assert torch.equal(got, loop_mask(query, keys, valid)), "mask at large positions"

@@ -53,11 +53,11 @@ TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 # worker-reported). The covered set is measured (`known_bad --judge`): faithful candidates
 # pass, known-bad and clause mutants fail. Left out, in-process: the drills whose contract
 # hands the candidate a module, a callable or a process group (P14, P16, P17, P25, P27,
-# P28, PT06, PT08), or reads a fact the wire does not carry (P01 and P02 a storage
-# offset, PT17 the size of every tensor made inside the call).
+# P28, PT06, PT08), and P01, whose report of data pointers compares two calls' views of one
+# tensor (each call's arguments are the worker's own copies).
 JUDGED_DRILLS = (
-    "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13", "P15",
-    "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P26", "PT28",
+    "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
+    "P15", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P26", "PT17", "PT28",
 )  # fmt: skip
 JUDGED: frozenset[str] = frozenset(
     {*(f"DRILL_{key}_MODULE" for key in JUDGED_DRILLS), "KV_CACHE_MODULE"}
@@ -408,20 +408,21 @@ def _call(worker: Worker, handle: int | None, name: str | None, args: Any, kwarg
     for counter in counters:  # the judge's own wire work is no call of the candidate's
         counter.paused += 1
     try:
-        value, calls = _call_worker(worker, handle, name, args, kwargs, bool(counters))
+        value, calls, largest = _call_worker(worker, handle, name, args, kwargs, bool(counters))
     finally:
         for counter in counters:
             counter.paused -= 1
     for counter in counters:
         counter.calls += calls
+        counter.largest = max(counter.largest, largest)
     return value
 
 
 def _call_worker(
     worker: Worker, handle: int | None, name: str | None, args: Any, kwargs: Any, count: bool
-) -> tuple[Any, int]:
-    """The call made in the worker: its value, and how many torch calls it made there
-    when asked to `count` (worker-reported)."""
+) -> tuple[Any, int, int]:
+    """The call made in the worker: its value, and when asked to `count`, how many torch
+    calls it made there and the most elements one returned (worker-reported)."""
     from .oracles import _ForbiddenCalls
 
     guards = _modes_in_effect(_ForbiddenCalls)
@@ -450,10 +451,10 @@ def _call_worker(
     _mirror([*args, *kwargs.values()], reply.get("after") or [], reply_blobs, worker)
     for mode in guards:
         mode.seen.extend(f"{seen} (worker-reported)" for seen in reply.get("seen") or [])
-    calls = reply.get("calls") or 0
-    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+    counts = [reply.get("calls") or 0, reply.get("largest") or 0]
+    if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
         raise wire.WireError("malformed call count")
-    return worker.decode(reply["value"], reply_blobs), calls
+    return worker.decode(reply["value"], reply_blobs), counts[0], counts[1]
 
 
 def _shared_memory(arguments: list[Any]) -> tuple[list[torch.Tensor], Any]:

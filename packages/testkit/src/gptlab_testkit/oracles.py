@@ -74,19 +74,29 @@ class _ForbiddenCalls(TorchFunctionMode):
 
 
 class CountedCalls(TorchFunctionMode):
-    """Counts the torch calls made inside the block (`with CountedCalls() as counter`). In
-    judge mode the candidate's calls are made in its worker, which counts them and reports
-    the number (worker-reported); the judge's own wire work is not counted (`paused`)."""
+    """Counts the torch calls made inside the block (`with CountedCalls() as counter`) and
+    the most elements one of them returned in a tensor (`largest`). In judge mode the
+    candidate's calls are made in its worker, which counts them and reports both numbers
+    (worker-reported); the judge's own wire work is not counted (`paused`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls = 0
+        self.largest = 0
         self.paused = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        result = func(*args, **(kwargs or {}))
         if not self.paused:
             self.calls += 1
-        return func(*args, **(kwargs or {}))
+            self.largest = max(self.largest, largest_tensor(result))
+        return result
+
+
+def largest_tensor(result: Any) -> int:
+    """The most elements of a tensor a torch call returned (alone or in a tuple or list)."""
+    values = result if isinstance(result, tuple | list) else (result,)
+    return max((v.numel() for v in values if isinstance(v, Tensor)), default=0)
 
 
 CONCATENATIONS = (torch.cat, torch.concat, torch.concatenate, torch.stack, torch.hstack,

@@ -91,10 +91,12 @@ def encode(
         ref = refs(value) if refs is not None else None
         if ref is not None:
             return {"tr": ref}
-        spec, stride = _tensor(value, blobs)
+        spec, stride, offset = _tensor(value, blobs)
         extra: dict[str, Any] = {} if facts is None else {"facts": facts(value)}
         if stride is not None:
             extra["stride"] = stride
+        if offset:
+            extra["offset"] = offset
         if value.requires_grad:
             extra["grad"] = 1
         elif value.is_inference():  # writable only under inference mode, on either side
@@ -137,32 +139,33 @@ def encode(
     raise TypeError(f"cannot send a {type(value).__name__} to the candidate's worker")
 
 
-def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[int] | None]:
-    """The tensor's spec and, for a strided layout sent as is, its strides (else None)."""
+def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[int] | None, int]:
+    """The tensor's spec and, for a strided layout sent as is, its strides (else None) and
+    its storage offset (the elements before its first travel too)."""
     if tensor.device.type == "meta":  # shape and dtype only: a meta tensor holds no data
         blobs.append(b"")
         dtype = str(tensor.dtype).removeprefix("torch.")
-        return [len(blobs) - 1, dtype, list(tensor.shape), "meta"], None
+        return [len(blobs) - 1, dtype, list(tensor.shape), "meta"], None, 0
     detached = tensor.detach()
     dtype = str(detached.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
         raise TypeError(f"cannot send a {detached.dtype} tensor")
-    stride = None
+    stride, offset = None, int(detached.storage_offset()) if detached.numel() else 0
     span = _span(list(detached.shape), list(detached.stride()))
     # torch calls a tensor contiguous whatever the strides of its size-one dims: those
     # strides are part of the layout a candidate may read, so they travel too
-    if list(detached.stride()) != _contiguous_strides(list(detached.shape)) and (
-        span <= 4 * detached.numel() + 64
-    ):
-        # The layout travels (an expanded tensor stays expanded, a transpose transposed):
-        # the elements from its first to its last, and its strides.
+    strided = list(detached.stride()) != _contiguous_strides(list(detached.shape)) or offset
+    if strided and offset + span <= 4 * detached.numel() + 64:
+        # The layout travels (an expanded tensor stays expanded, a transpose transposed, a
+        # slice at its offset): the storage up to its last element, and its strides.
         stride = [int(step) for step in detached.stride()]
-        flat = detached.as_strided((span,), (1,), detached.storage_offset()).to("cpu").clone()
+        flat = detached.as_strided((offset + span,), (1,), 0).to("cpu").clone()
     else:
+        offset = 0
         flat = detached.to("cpu").contiguous().reshape(-1)
     data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
     blobs.append(data)
-    return [len(blobs) - 1, dtype, list(detached.shape), str(tensor.device)], stride
+    return [len(blobs) - 1, dtype, list(detached.shape), str(tensor.device)], stride, offset
 
 
 def _contiguous_strides(shape: list[int]) -> list[int]:
@@ -315,14 +318,19 @@ FACT_KEYS = frozenset({"id", "ptr", "base", "off", "stride", "contig", "nbytes",
 def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     """A tensor spec: [blob, dtype, shape, device] and, optionally, a dict of `facts` (what
     the worker reports), `stride` (the layout travelled as is), `grad` (requires grad) and
-    `inf` (an inference tensor)."""
+    `inf` (an inference tensor) and `offset` (its storage offset, with `stride`)."""
     if not isinstance(spec, list) or len(spec) not in (4, 5):
         raise WireError("malformed tensor")
     extra = spec[4] if len(spec) == 5 else {}
-    if not isinstance(extra, dict) or set(extra) - {"facts", "stride", "grad", "inf"}:
+    if not isinstance(extra, dict) or set(extra) - {"facts", "stride", "grad", "inf", "offset"}:
         raise WireError("malformed tensor")
     stride = _ints(extra["stride"], "strides") if "stride" in extra else None
-    tensor = _untensor_plain(spec[:4], blobs, stride, inference=extra.get("inf") == 1)
+    offset = extra.get("offset", 0)
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise WireError("malformed storage offset")
+    if offset and stride is None:
+        raise WireError("a storage offset without strides")
+    tensor = _untensor_plain(spec[:4], blobs, stride, extra.get("inf") == 1, offset)
     if extra.get("grad") == 1 and tensor.is_floating_point():
         tensor.requires_grad_(True)
     if facts is not None and "facts" in extra:
@@ -331,7 +339,11 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
 
 
 def _untensor_plain(
-    spec: list[Any], blobs: list[bytes], stride: list[int] | None = None, inference: bool = False
+    spec: list[Any],
+    blobs: list[bytes],
+    stride: list[int] | None = None,
+    inference: bool = False,
+    offset: int = 0,
 ) -> torch.Tensor:
     index, name, shape, device = spec
     dtype = _dtype(name)
@@ -349,7 +361,7 @@ def _untensor_plain(
         return torch.empty(shape, dtype=dtype, device="meta")
     if stride is not None and (len(stride) != len(shape) or any(step < 0 for step in stride)):
         raise WireError("malformed strides")
-    elements = numel if stride is None or not numel else _span(shape, stride)
+    elements = numel if stride is None or not numel else offset + _span(shape, stride)
     if elements * dtype.itemsize != len(data):
         raise WireError(f"tensor of shape {shape} ({name}) does not match its {len(data)} bytes")
     flat = (
@@ -360,7 +372,10 @@ def _untensor_plain(
     if inference:  # an inference tensor's views are inference tensors: the layout is kept
         with torch.inference_mode():
             flat = flat.clone()
-    tensor = flat.reshape(shape) if stride is None or not numel else flat.as_strided(shape, stride)
+    if stride is None or not numel:
+        tensor = flat.reshape(shape)
+    else:
+        tensor = flat.as_strided(shape, stride, offset)
     return tensor if str(device) == "cpu" else tensor.to(str(device))
 
 

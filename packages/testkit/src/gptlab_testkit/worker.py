@@ -106,15 +106,27 @@ class Forbidden:
         forbidden = {resolve(name): name for name in names}
 
         class Mode(TorchFunctionMode):
+            """What the judge's guards ask of a call: the forbidden calls seen, how many
+            torch calls were made, the most elements one returned in a tensor."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.seen: list[str] = []
+                self.calls = 0
+                self.largest = 0
+
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-                self.calls += 1  # type: ignore[attr-defined]
+                self.calls += 1
                 if func in forbidden:
-                    self.seen.append(forbidden[func])  # type: ignore[attr-defined]
-                return func(*args, **(kwargs or {}))
+                    self.seen.append(forbidden[func])
+                result = func(*args, **(kwargs or {}))
+                values = result if isinstance(result, tuple | list) else (result,)
+                for value in values:
+                    if isinstance(value, torch.Tensor):
+                        self.largest = max(self.largest, value.numel())
+                return result
 
         mode = Mode()
-        mode.seen = []  # type: ignore[attr-defined]
-        mode.calls = 0  # type: ignore[attr-defined]
         return mode
 
 
@@ -291,6 +303,7 @@ class Server:
         if mode is not None:
             reply["seen"] = list(mode.seen)
             reply["calls"] = mode.calls
+            reply["largest"] = mode.largest
         return reply, out
 
     def _after(self, value: Any, out: list[bytes], before: dict[int, int], depth: int = 0) -> Any:
