@@ -363,9 +363,8 @@ def known_bad(session: nox.Session) -> None:
 def cheats(session: nox.Session) -> None:
     """Hostile submissions through grade and its Gradescope file: none may earn credit.
 
-    Not part of `nox` while the judge covers only some drills (2-5 min on 2 cores):
-    `-- --quick` one cheat per kind in one class run; no argument every enforced cheat;
-    `-- --all` each singly."""
+    Not part of `nox` (every cheat: about 4 min on 2 cores); CI runs `-- --quick`, one
+    cheat per kind (about 2 min); no argument every enforced cheat; `-- --all` each singly."""
     install_packages(session, *RUNTIME_PACKAGES, "drills")
     cheats_folder = "integration_tests/cheats"
     session.run("python", "-m", "gptlab_testkit.cheats", cheats_folder, *session.posargs)
