@@ -19,6 +19,7 @@ from torch.overrides import TorchFunctionMode
 
 from .boundary import TensorState, tensor_state
 from .tensors import test_device
+from .wire import largest_tensor
 
 
 def seeded(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> Tensor:
@@ -91,12 +92,6 @@ class CountedCalls(TorchFunctionMode):
             self.calls += 1
             self.largest = max(self.largest, largest_tensor(result))
         return result
-
-
-def largest_tensor(result: Any) -> int:
-    """The most elements of a tensor a torch call returned (alone or in a tuple or list)."""
-    values = result if isinstance(result, tuple | list) else (result,)
-    return max((v.numel() for v in values if isinstance(v, Tensor)), default=0)
 
 
 CONCATENATIONS = (torch.cat, torch.concat, torch.concatenate, torch.stack, torch.hstack,

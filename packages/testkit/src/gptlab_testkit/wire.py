@@ -168,6 +168,13 @@ def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[i
     return [len(blobs) - 1, dtype, list(detached.shape), str(tensor.device)], stride, offset
 
 
+def largest_tensor(result: Any) -> int:
+    """The most elements of a tensor a torch call returned (alone or in a tuple or list):
+    what `oracles.CountedCalls` records, in the judge's process and in the worker alike."""
+    values = result if isinstance(result, tuple | list) else (result,)
+    return max((v.numel() for v in values if isinstance(v, torch.Tensor)), default=0)
+
+
 def _contiguous_strides(shape: list[int]) -> list[int]:
     strides, step = [], 1
     for size in reversed(shape):

@@ -93,7 +93,7 @@ class Forbidden:
     """A TorchFunctionMode built lazily (torch is imported after the refuser is in place)."""
 
     @staticmethod
-    def mode(names: list[str]) -> Any:
+    def mode(names: list[str], wire: Any) -> Any:
         import torch
         from torch.overrides import TorchFunctionMode
 
@@ -120,10 +120,7 @@ class Forbidden:
                 if func in forbidden:
                     self.seen.append(forbidden[func])
                 result = func(*args, **(kwargs or {}))
-                values = result if isinstance(result, tuple | list) else (result,)
-                for value in values:
-                    if isinstance(value, torch.Tensor):
-                        self.largest = max(self.largest, value.numel())
+                self.largest = max(self.largest, wire.largest_tensor(result))
                 return result
 
         mode = Mode()
@@ -286,10 +283,10 @@ class Server:
         args = self.value(message["args"], blobs, view)
         kwargs = self.value(message["kwargs"], blobs, view)
         before = {id(t): _pointer(t) for t in _tensors([*args, *kwargs.values()])}
-        watched = bool(message.get("forbid")) or bool(message.get("count"))
-        mode = Forbidden.mode(message.get("forbid") or []) if watched else None
         import torch
 
+        watched = bool(message.get("forbid")) or bool(message.get("count"))
+        mode = Forbidden.mode(message.get("forbid") or [], self.wire) if watched else None
         with contextlib.ExitStack() as stack:  # the judge's grad and inference modes hold here
             stack.enter_context(torch.set_grad_enabled(message.get("grad", True) is True))
             if message.get("inference") is True:
