@@ -178,6 +178,41 @@ def scale_under_inference_mode(x, factor):
 
 def reach():
     import gptlab_testkit
+
+def drive(model, x):
+    return model(x) + 1
+
+def rewrite(model):
+    model.load_state_dict({"weight": model.weight * 0})
+
+def peek(model, *names):
+    for name in names:
+        model = getattr(model, name)
+    return model
+
+def fill_through(fill, x):
+    fill(x)
+    return x.clone()
+
+def give_back(thing):
+    return thing
+
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def bump(self):
+        self.n += 1
+        return self.n
+
+def count_through(counter, hook):
+    hook(counter)
+    return counter.n
+
+def countdown(n):
+    while n:
+        yield n
+        n -= 1
 """
 
 
@@ -382,3 +417,45 @@ def test_a_forked_test_process_gets_a_fork_of_its_parents_worker(worker: Worker)
     os.close(read)
     assert answer == b"forked"
     assert call(worker, "double", torch.ones(1)) == torch.full((1,), 2.0)  # the zygote still serves
+
+
+def test_a_model_lent_to_the_candidate_runs_in_the_judge(worker: Worker) -> None:
+    model = torch.nn.Linear(3, 2)
+    seen: list[tuple[int, ...]] = []
+    model.register_forward_hook(lambda _m, args, _out: seen.append(tuple(args[0].shape)))
+    x = torch.randn(4, 3)
+    got = call(worker, "drive", model, x)
+    with torch.no_grad():
+        assert torch.equal(got, model(x) + 1)
+    assert seen[0] == (4, 3)  # the judge saw the call the candidate made
+
+
+def test_a_lent_model_cannot_be_changed_or_opened(worker: Worker) -> None:
+    model = torch.nn.Linear(3, 2)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        call(worker, "rewrite", model)
+    for names in (["_parameters"], ["forward", "__globals__"], ["forward", "__self__"]):
+        with pytest.raises(AttributeError, match="public names"):
+            call(worker, "peek", model, *names)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+def test_a_lent_callables_in_place_write_reaches_the_candidates_tensor(worker: Worker) -> None:
+    got = call(worker, "fill_through", lambda x: x.fill_(7.0), torch.zeros(3))
+    assert torch.equal(got, torch.full((3,), 7.0))
+
+
+def test_a_lent_object_comes_back_as_itself_and_a_handle_as_the_workers_object(
+    worker: Worker,
+) -> None:
+    recorder = object.__new__(type("Recorder", (), {}))
+    assert call(worker, "give_back", recorder) is recorder
+    counter = call(worker, "Counter")
+    # the judge's callable calls the candidate's object while the worker waits on it
+    assert call(worker, "count_through", counter, lambda c: c.bump()) == 1
+    assert call(worker, "give_back", counter).bump() == 2
+
+
+def test_a_candidates_generator_is_stepped_in_the_worker(worker: Worker) -> None:
+    assert list(call(worker, "countdown", 3)) == [3, 2, 1]  # type: ignore[call-overload]

@@ -44,7 +44,7 @@ from typing import Any
 
 import torch
 
-from . import reaper, sandbox, wire, worker_facts
+from . import lending, reaper, sandbox, wire, worker_facts
 
 JUDGE_VARIABLE = "GPTLAB_JUDGE"
 TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
@@ -59,8 +59,16 @@ JUDGED_DRILLS = (
     "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
     "P15", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P26", "PT17", "PT28",
 )  # fmt: skip
+# The mechanisms judged: their objects are handles, and the reference models and test
+# recorders their tests hand them are lent (`lending`). Left out, in-process: the models
+# (tinygpt, modern_lm, cache_aware_lm), whose tests take gradients through them, copy
+# them, and read their configs as dataclasses and their parameters by identity.
+JUDGED_MECHANISMS = (
+    "KV_CACHE_MODULE", "PREFIX_CACHE_MODULE", "CHUNKED_PREFILL_MODULE",
+    "SPECULATIVE_DECODING_MODULE", "PAGED_KV_MODULE", "SCHEDULER_MODULE",
+)  # fmt: skip
 JUDGED: frozenset[str] = frozenset(
-    {*(f"DRILL_{key}_MODULE" for key in JUDGED_DRILLS), "KV_CACHE_MODULE"}
+    {*(f"DRILL_{key}_MODULE" for key in JUDGED_DRILLS), *JUDGED_MECHANISMS}
 )
 REFUSED = (
     "gptlab_testkit", "gptlab_drills", "gptlab_practice", "pytest", "_pytest", "pluggy",
@@ -72,16 +80,17 @@ MAX_SOURCE_BYTES = 4 * 1024 * 1024
 SAFE_ERRORS: dict[str, type[BaseException]] = {
     e.__name__: e
     for e in (ValueError, TypeError, RuntimeError, IndexError, KeyError, AssertionError,
-              NotImplementedError, ZeroDivisionError, AttributeError, OverflowError)
+              NotImplementedError, ZeroDivisionError, AttributeError, OverflowError,
+              StopIteration)
 }  # fmt: skip
 
 
 def judged(variable: str) -> bool:
-    """Is this variable's candidate run in a worker? `GPTLAB_JUDGE`: `all` (every drill,
+    """Is this variable's candidate run in a worker? `GPTLAB_JUDGE`: `all` (every variable,
     `grade --judge`), `default` (the variables in JUDGED: grade's default), else none."""
     mode = os.environ.get(JUDGE_VARIABLE, "")
     if mode == "all":
-        return variable.startswith("DRILL_") or variable in JUDGED
+        return True
     return mode == "default" and variable in JUDGED
 
 
@@ -161,6 +170,7 @@ class Worker:
         self.owner = os.getpid()
         self.zygote: tuple[int, int, int] | None = None  # see `_fork`
         self.forked_in = 0
+        self.lent: dict[int, Any] = {}  # id -> the judge's objects lent to the worker
 
     # -- life
     def start(self) -> None:
@@ -257,6 +267,10 @@ class Worker:
         try:
             wire.send(self.fd_out, message, blobs)
             reply, reply_blobs = wire.receive(self.fd_in, deadline)
+            while reply.get("op") == "callback":  # the candidate uses an object we lent it
+                answer, answer_blobs = lending.answer(self, reply, reply_blobs)
+                wire.send(self.fd_out, answer, answer_blobs)
+                reply, reply_blobs = wire.receive(self.fd_in, deadline)
         except wire.WireTimeoutError:
             self.stop()
             raise WorkerGoneError(
@@ -296,8 +310,34 @@ class Worker:
             worker_facts.record(tensor, reported, self, generation, returned=returned)
 
         return wire.decode(
-            data, blobs, lambda ident, kind: RemoteObject(self, ident, kind, generation), facts
+            data,
+            blobs,
+            lambda ident, kind: RemoteObject(self, ident, kind, generation),
+            facts,
+            lent=self.lent_object,
         )
+
+    def lent_object(self, data: dict[str, Any]) -> Any:
+        """A `{"j": id}` from the worker: one of our objects we lent it, and nothing else."""
+        ident = data.get("j")
+        if not isinstance(ident, int) or ident not in self.lent:
+            raise wire.WireError("a lent object the judge does not hold")
+        return self.lent[ident]
+
+    def reference_of(self, value: Any) -> dict[str, Any]:
+        """How `value`, which cannot travel by value, is sent to this worker: its own object
+        by handle, a test's bare `object()` as a stand-in, anything else of ours lent."""
+        if isinstance(value, RemoteObject) and value._worker is self:
+            value._live()
+            return {"h": value._ident, "kind": value._kind}
+        if isinstance(value, RemoteCallable) and value._worker is self and value._name:
+            return {"p": value._name}
+        if isinstance(value, RemoteObject | RemoteCallable | RemoteModule):
+            raise TypeError("cannot send another candidate's object to this candidate's worker")
+        if type(value) is object:
+            return {"o": "object"}
+        self.lent[id(value)] = value
+        return {"j": id(value), "kind": type(value).__qualname__[:100]}
 
     def read(self, ref: list[Any]) -> Any:
         """The current values of a view of a tensor this worker sent (`worker_facts`)."""
@@ -435,11 +475,12 @@ def _call_worker(
 
     message = {
         "op": "call",
+        "writes": _test_writes(worker, blobs),
         "handle": handle,
         "name": name,
         "bases": wire.encode(bases, blobs),
-        "args": wire.encode(list(args), blobs, refs=refs),
-        "kwargs": wire.encode(dict(kwargs), blobs, refs=refs),
+        "args": wire.encode(list(args), blobs, worker.reference_of, refs=refs),
+        "kwargs": wire.encode(dict(kwargs), blobs, worker.reference_of, refs=refs),
         "forbid": forbid,
         "count": count,
         # the call runs in the worker under the judge's grad and inference modes
@@ -455,6 +496,16 @@ def _call_worker(
     if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
         raise wire.WireError("malformed call count")
     return worker.decode(reply["value"], reply_blobs), counts[0], counts[1]
+
+
+def _test_writes(worker: Worker, blobs: list[bytes]) -> list[Any]:
+    """What the test wrote since the last call into a tensor that stands for one of the
+    worker's (a returned tensor, an argument the worker kept a copy of): [serial, value]
+    pairs, written there before the call, as they would be in one process."""
+    return [
+        [facts.serial, wire.encode(facts.copy, blobs)]
+        for facts in worker_facts.written_by_test(worker)
+    ]
 
 
 def _shared_memory(arguments: list[Any]) -> tuple[list[torch.Tensor], Any]:
@@ -508,9 +559,9 @@ def _mirror_one(original: Any, value: Any) -> None:
     elif isinstance(original, torch.Tensor) and isinstance(value, torch.Tensor):
         by_reference = worker_facts.reference(original) is not None
         facts = worker_facts.facts_of(value)
-        if facts is not None and not by_reference:  # what the worker's copy of it is
-            worker_facts.adopt(original, facts[0])
         if original.device.type == "meta":
+            if facts is not None and not by_reference:
+                worker_facts.adopt(original, facts[0])
             return  # no data to write
         moved = facts is not None and facts[0].moved  # the worker's copy was reallocated
         # an inference tensor is written only under inference mode, here as in the worker
@@ -523,6 +574,8 @@ def _mirror_one(original: Any, value: Any) -> None:
                 original.copy_(value)
             if by_reference:  # the worker's own memory, written there: still a faithful view
                 worker_facts.written_by_worker(original)
+        if facts is not None and not by_reference:  # what the worker's copy of it is (after
+            worker_facts.adopt(original, facts[0])  # our write: the test has not written it)
     elif isinstance(original, torch.Generator) and isinstance(value, torch.Generator):
         original.set_state(value.get_state())
 
@@ -575,6 +628,14 @@ class RemoteObject:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._live()
         return _call(self._worker, self._ident, None, args, kwargs)
+
+    def __iter__(self) -> Any:  # a candidate's generator or iterator, stepped in the worker
+        self._live()
+        return _call(self._worker, self._ident, "__iter__", (), {})
+
+    def __next__(self) -> Any:
+        self._live()
+        return _call(self._worker, self._ident, "__next__", (), {})
 
     def _worker_state(self) -> Any:
         """Everything the object holds, dumped by the worker: what `state_fingerprint` reads."""

@@ -78,7 +78,11 @@ def encode(
     generators: dict[int, int] | None = None,
 ) -> Any:
     """`value` as JSON-able data; tensor bytes appended to `blobs`. `handles(obj)` gives
-    the handle of an object that cannot travel (worker side); None: such a value is an error.
+    the reference of an object that cannot travel: on the worker's side a handle to an
+    object of its own (`{"h": id}`) or a judge's object it was lent (`{"j": id}`); on the
+    judge's side the worker's own object (`{"h"}`, `{"p": "name"}` for a module attribute),
+    a stand-in (`{"o": type name}`) or an object lent to the worker (`{"j": id}`, whose
+    attributes and calls come back to the judge). None: such a value is an error.
     `facts(tensor)` (worker side) adds what only the worker sees of a tensor; `refs(tensor)`
     (judge side) names the worker tensor it views, or None: then it travels by value.
     A generator met twice in one value is sent once, then by its index (`generators`), so a
@@ -132,10 +136,7 @@ def encode(
     if isinstance(value, type) and value in BUILTIN_TYPES.values():
         return {"ty": value.__name__}
     if handles is not None:
-        ident, kind = handles(value)
-        return {"h": ident, "kind": kind}
-    if refs is not None and not callable(value):  # the judge's: a stand-in, by its type's name
-        return {"o": type(value).__qualname__[:100]}
+        return handles(value)
     raise TypeError(f"cannot send a {type(value).__name__} to the candidate's worker")
 
 
@@ -200,10 +201,12 @@ def decode(
     facts: Any = None,
     view: Any = None,
     generators: list[torch.Generator] | None = None,
+    lent: Any = None,
 ) -> Any:
     """The value `data` describes. `facts(tensor, facts)` (judge side) receives what the
     worker reported of a tensor; `view(ref)` (worker side) resolves a tensor sent by
-    reference; without them such values are malformed. `generators`: those made so far."""
+    reference; `lent(data)` resolves a `{"j": id}` or `{"p": name}` reference (see
+    `encode`); without them such values are malformed. `generators`: those made so far."""
     if data is None or isinstance(data, bool | int | float | str):
         return data
     if not isinstance(data, dict) or len(data) not in (1, 2):
@@ -212,7 +215,7 @@ def decode(
     generators = [] if generators is None else generators
 
     def inner(item: Any) -> Any:
-        return decode(item, blobs, handle, facts, view, generators)
+        return decode(item, blobs, handle, facts, view, generators, lent)
 
     if "t" in data:
         return _untensor(data["t"], blobs, facts)
@@ -260,6 +263,10 @@ def decode(
         if not isinstance(index, int) or not 0 <= index < len(generators):
             raise WireError("malformed generator reference")
         return generators[index]
+    if "j" in data or "p" in data:
+        if lent is None:
+            raise WireError("unexpected lent object")
+        return lent(data)
     if "h" in data:
         if handle is None:
             raise WireError("unexpected handle")

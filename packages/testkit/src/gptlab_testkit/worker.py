@@ -174,6 +174,73 @@ class Sent:
         return base.as_strided(shape, stride, int(base.storage_offset()) + offset)
 
 
+class JudgeObject:
+    """An object the judge lent the candidate (a reference model, a test's recorder, a
+    callable): it stays in the judge; its attributes, calls, items and length are asked of
+    the judge and come back by value (or as another lent object). The judge refuses names
+    that start with "_" and the calls that would change a model it lent."""
+
+    __slots__ = ("_ident", "_kind", "_server")
+
+    def __init__(self, server: Server, ident: int, kind: str) -> None:
+        self._server, self._ident, self._kind = server, ident, kind
+
+    def _ask(self, do: str, name: str | None = None, args: Any = (), kwargs: Any = None) -> Any:
+        request = {"do": do, "j": self._ident, "name": name}
+        return self._server.callback(request, list(args), dict(kwargs or {}))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(f"{name}: the grader's objects show only their public names")
+        return self._ask("getattr", name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._ask("call", None, args, kwargs)
+
+    def __iter__(self) -> Any:
+        return iter(self._ask("list"))
+
+    def __next__(self) -> Any:
+        return self._ask("next")
+
+    def __len__(self) -> int:
+        return int(self._ask("len"))
+
+    def __bool__(self) -> bool:
+        return bool(self._ask("bool"))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._ask("getitem", None, (key,))
+
+    def __enter__(self) -> Any:
+        return self._ask("call", "__enter__")
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._ask("call", "__exit__", (None, None, None))
+
+    def __repr__(self) -> str:
+        return f"<{self._kind} lent by the grader>"
+
+
+_LENT_KINDS: dict[str, type] = {}
+
+
+def _lent(server: Server, ident: int, kind: str) -> JudgeObject:
+    """A JudgeObject whose type is named like the judge's (so a message naming the type of
+    a value reads the same as in-process)."""
+    kind = kind.rpartition(".")[2] or "object"
+    if kind not in _LENT_KINDS:
+        _LENT_KINDS[kind] = type(kind, (JudgeObject,), {"__slots__": ()})
+    return _LENT_KINDS[kind](server, ident, kind)  # type: ignore[no-any-return]
+
+
+BUILTIN_ERRORS = {
+    e.__name__: e
+    for e in (ValueError, TypeError, RuntimeError, IndexError, KeyError, AttributeError,
+              NotImplementedError, ZeroDivisionError, OverflowError, StopIteration)
+}  # fmt: skip
+
+
 class Server:
     def __init__(self, wire: Any, refuser: Refuser, fd_in: int, fd_out: int) -> None:
         self.wire, self.refuser = wire, refuser
@@ -182,14 +249,58 @@ class Server:
         self.module: Any = None
         self.sent = Sent()
 
-    def handle_of(self, value: Any) -> tuple[int, str]:
+    def handle_of(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, JudgeObject):  # the judge's own object, going home
+            return {"j": value._ident, "kind": value._kind}
         self.objects[id(value)] = value
-        return id(value), type(value).__qualname__
+        return {"h": id(value), "kind": type(value).__qualname__}
+
+    def lent(self, data: dict[str, Any]) -> Any:
+        if "p" in data:  # one of the candidate module's names, sent back by the judge
+            return _attribute(self.module, str(data["p"]))
+        ident = data["j"]
+        if not isinstance(ident, int):
+            raise self.wire.WireError("malformed lent object")
+        return _lent(self, ident, str(data.get("kind", "object")))
 
     def value(self, data: Any, blobs: list[bytes], view: Any = None) -> Any:
         return self.wire.decode(
-            data, blobs, lambda ident, kind: self.objects[ident], view=view or self.sent.view
+            data,
+            blobs,
+            lambda ident, kind: self.objects[ident],
+            view=view or self.sent.view,
+            lent=self.lent,
         )
+
+    def callback(self, request: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Ask the judge about an object it lent; while it answers, its code may call our
+        objects (a reference model appending to the candidate's cache): those requests are
+        served here, in order."""
+        import torch
+
+        out: list[bytes] = []
+        message = {
+            "op": "callback",
+            **request,
+            "args": self.encode(args, out),
+            "kwargs": self.encode(kwargs, out),
+            "grad": torch.is_grad_enabled(),
+            "inference": torch.is_inference_mode_enabled(),
+        }
+        self.wire.send(self.fd_out, message, out)
+        while True:
+            reply, blobs = self.wire.receive(self.fd_in)
+            if "cb" in reply:
+                break
+            self.serve_one(reply, blobs)
+        if "raised" in reply:
+            name, text = (str(part) for part in reply["raised"][:2])
+            raise BUILTIN_ERRORS.get(name, RuntimeError)(text)
+        sent = [*args, *kwargs.values()]
+        for original, data in zip(sent, reply.get("after") or [], strict=False):
+            if data is not None:
+                _write_back(original, self.value(data, blobs))
+        return self.value(reply["value"], blobs)
 
     def encode(self, value: Any, out: list[bytes], handles: bool = True) -> Any:
         return self.wire.encode(
@@ -203,14 +314,16 @@ class Server:
 
     def serve(self) -> None:
         while True:
-            message, blobs = self.wire.receive(self.fd_in)
-            try:
-                self.answer(*self.dispatch(message, blobs))
-            except BaseException as error:  # the candidate's exception, reported by name
-                if isinstance(error, SystemExit | KeyboardInterrupt) and message.get("op") == "bye":
-                    raise
-                self.answer({"raised": [type(error).__name__, str(error)[:2000],
-                                        traceback.format_exc()[-3000:]]})  # fmt: skip
+            self.serve_one(*self.wire.receive(self.fd_in))
+
+    def serve_one(self, message: dict[str, Any], blobs: list[bytes]) -> None:
+        try:
+            self.answer(*self.dispatch(message, blobs))
+        except self.wire.WireError:
+            raise
+        except BaseException as error:  # the candidate's exception, reported by name
+            self.answer({"raised": [type(error).__name__, str(error)[:2000],
+                                    traceback.format_exc()[-3000:]]})  # fmt: skip
 
     def dispatch(
         self, message: dict[str, Any], blobs: list[bytes]
@@ -280,6 +393,7 @@ class Server:
             base = bases[-serial - 1]
             return base.as_strided(shape, stride, int(base.storage_offset()) + offset)
 
+        self.write_through(message.get("writes") or [], blobs)
         args = self.value(message["args"], blobs, view)
         kwargs = self.value(message["kwargs"], blobs, view)
         before = {id(t): _pointer(t) for t in _tensors([*args, *kwargs.values()])}
@@ -303,6 +417,15 @@ class Server:
             reply["largest"] = mode.largest
         return reply, out
 
+    def write_through(self, writes: list[Any], blobs: list[bytes]) -> None:
+        """What the test wrote into its copy of one of our tensors, written into ours."""
+        for serial, data in writes:
+            tensor = self.sent.tensors.get(serial)
+            value = self.value(data, blobs)
+            if tensor is not None and value.shape == tensor.shape and value.dtype == tensor.dtype:
+                with contextlib.suppress(RuntimeError):  # memory a write cannot reach
+                    _write_back(tensor, value)
+
     def _after(self, value: Any, out: list[bytes], before: dict[int, int], depth: int = 0) -> Any:
         """A tensor or generator argument as it is now, at any depth of lists, tuples and
         dicts (the judge mirrors each into its own), and whether the call moved a tensor
@@ -320,6 +443,28 @@ class Server:
         if depth < 8 and isinstance(value, dict):
             return {"L": [self._after(item, out, before, depth + 1) for item in value.values()]}
         return None
+
+
+def _write_back(original: Any, value: Any, depth: int = 0) -> None:
+    """What the judge's code left in a tensor or generator we lent it, written into ours
+    (at any depth of lists, tuples and dicts)."""
+    import torch
+
+    if isinstance(original, list | tuple | dict) and isinstance(value, list) and depth < 8:
+        items = original.values() if isinstance(original, dict) else original
+        for item, item_value in zip(items, value, strict=False):
+            if item_value is not None:
+                _write_back(item, item_value, depth + 1)
+    elif isinstance(original, torch.Tensor) and isinstance(value, torch.Tensor):
+        if value.shape != original.shape or value.dtype != original.dtype:
+            with torch.no_grad():
+                original.set_(value.to(original.device).clone())  # type: ignore[call-overload]
+        elif not torch.equal(value.to(original.device), original.detach()):
+            writing = torch.inference_mode if original.is_inference() else torch.no_grad
+            with writing():
+                original.copy_(value)
+    elif isinstance(original, torch.Generator) and isinstance(value, torch.Generator):
+        original.set_state(value.get_state())
 
 
 def _nbytes(tensor: Any) -> int:
@@ -365,6 +510,8 @@ def plain_state(value: Any, depth: int = 0, seen: dict[int, str] | None = None) 
         return f"<same object as {seen[id(value)]}>"
     if depth >= 12:
         return "<too deep>"
+    if isinstance(value, JudgeObject):  # the judge's, not the candidate's state
+        return f"<lent by the grader: {value._kind}>"
     seen[id(value)] = f"<{depth}:{type(value).__qualname__}:{len(seen)}>"
 
     def inner(item: Any) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any
 
 from torch import Tensor
@@ -27,6 +28,7 @@ from torch import Tensor
 KEEP = 16384  # recorded copies, and at most KEEP_BYTES of them (the worker keeps as many
 KEEP_BYTES = 256 * 1024 * 1024  # of its tensors alive: worker.Sent)
 WORKER_REPORTED = " (worker-reported)"
+WRITE_WINDOW = 512  # recent tensors of each kind checked for the test's writes per call
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,6 +85,25 @@ def written_by_worker(view: Tensor) -> None:
     found = facts_of(view, arguments=False)
     if found is not None:
         _keep(replace(found[0], version=_version(found[0].copy)))
+
+
+def written_by_test(worker: Any) -> list[Facts]:
+    """The tensors of `worker` whose copy here the test wrote into since it was recorded
+    (among the most recent WRITE_WINDOW of each kind); recorded again as written, since
+    the judge writes them through to the worker before its next call (`judge`)."""
+    found = [
+        facts
+        for table in (_BY_OBJECT, _BY_STORAGE)
+        for facts in islice(reversed(table.values()), WRITE_WINDOW)
+        if facts.worker is worker
+        and facts.generation == worker.generation
+        and facts.version >= 0  # an inference tensor has no write counter
+        and facts.copy.device.type != "meta"
+        and _version(facts.copy) != facts.version
+    ]
+    for facts in found:
+        _keep(replace(facts, version=_version(facts.copy)))
+    return found
 
 
 def _keep(facts: Facts) -> None:

@@ -1,0 +1,121 @@
+"""Objects the judge lends a candidate: they stay in the judge, and the worker asks for them.
+
+A test hands a candidate things that are not values: a reference model to drive, a
+recorder that counts the calls made to it, a callable. Such an object never travels;
+the worker gets a stand-in (`worker.JudgeObject`) whose attribute reads, calls, items,
+length and iteration come here as a `callback` request in the middle of the candidate's
+call. The answer goes back by value (a tensor as bytes) or as another lent object; a
+tensor argument the judge's code wrote into is sent back after the call, so an in-place
+contract holds across the boundary both ways. The judge's code may call the candidate's
+own objects meanwhile (a reference model appending to the candidate's cache): those are
+ordinary requests to the worker, which serves them while it waits.
+
+What a candidate cannot do with a lent object: read a name that starts with "_" (no
+`__class__`, `__globals__`, `__dict__`: the judge's internals stay out of reach), reach a
+module, or call what would change a lent model's weights, dtype, device, mode or hooks
+(a candidate that rewrote the reference model would move the oracle its own answer is
+compared with). Those fail in the candidate's call as AttributeError, naming the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from . import wire
+
+if TYPE_CHECKING:
+    from .judge import Worker
+
+MAX_ITEMS = 100_000  # what one iteration over a lent object may send back
+# nn.Module methods that change the module (weights, dtype, device, mode, hooks, children)
+MODEL_CHANGING = frozenset(
+    {
+        "load_state_dict", "to", "cuda", "cpu", "half", "float", "double", "bfloat16",
+        "type", "apply", "requires_grad_", "zero_grad", "train", "eval", "share_memory",
+        "to_empty", "set_extra_state", "add_module", "register_module", "register_buffer",
+        "register_parameter", "set_submodule", "compile", "ipu", "xpu", "mtia",
+    }
+)  # fmt: skip
+ENTERING = ("__enter__", "__exit__")
+
+
+def attribute(owner: Any, name: Any, *, calling: bool = False) -> Any:
+    """`owner.name`, for the candidate, within the limits above."""
+    if not isinstance(name, str) or (name.startswith("_") and not (calling and name in ENTERING)):
+        raise AttributeError(f"{name!r}: the grader's objects show only their public names")
+    if name.startswith("register_") or (
+        isinstance(owner, torch.nn.Module) and name in MODEL_CHANGING
+    ):
+        raise AttributeError(f"{name}: a model lent by the grader cannot be changed")
+    value = getattr(owner, name)
+    if isinstance(value, types.ModuleType):
+        raise AttributeError(f"{name}: a module is out of the candidate's reach")
+    return value
+
+
+def answer(worker: Worker, message: dict[str, Any], blobs: list[bytes]) -> tuple[Any, list[bytes]]:
+    """The reply to one callback request: `{"cb": 1, "value": ..., "after": [...]}`, or
+    `{"cb": 1, "raised": [type, text]}` when the judge's code raised."""
+    out: list[bytes] = []
+    try:
+        target = worker.lent_object({"j": message.get("j")})
+        args = worker.decode(message.get("args") or {"L": []}, blobs, returned=False)
+        kwargs = worker.decode(message.get("kwargs") or {"D": []}, blobs, returned=False)
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise wire.WireError("malformed callback")
+        with _modes(message):
+            value = _perform(target, str(message.get("do")), message.get("name"), args, kwargs)
+        after = [_after(item, out) for item in [*args, *kwargs.values()]]
+        return {"cb": 1, "value": wire.encode(value, out, worker.reference_of), "after": after}, out
+    except wire.WireError:
+        raise
+    except Exception as error:  # the judge's code raised (a FloorContext's ValueError)
+        return {"cb": 1, "raised": [type(error).__name__, str(error)[:2000]]}, []
+
+
+def _perform(target: Any, do: str, name: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if do == "getattr":
+        return attribute(target, name)
+    if do == "call":
+        function = target if name is None else attribute(target, name, calling=True)
+        return function(*args, **kwargs)
+    if do == "list":
+        items = list(itertools.islice(iter(target), MAX_ITEMS + 1))
+        if len(items) > MAX_ITEMS:
+            raise ValueError(f"more than {MAX_ITEMS} items")
+        return items
+    if do == "next":
+        return next(target)
+    if do == "len":
+        return len(target)
+    if do == "bool":
+        return bool(target)
+    if do == "getitem" and len(args) == 1:
+        return target[args[0]]
+    raise wire.WireError(f"unknown callback {do!r}")
+
+
+@contextlib.contextmanager
+def _modes(message: dict[str, Any]) -> Any:
+    """The judge's code runs under the candidate's grad and inference modes at the call."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.set_grad_enabled(message.get("grad", True) is True))
+        if message.get("inference") is True:
+            stack.enter_context(torch.inference_mode())
+        yield
+
+
+def _after(value: Any, out: list[bytes], depth: int = 0) -> Any:
+    """A tensor or generator argument as the judge's code left it (the worker writes it
+    into its own), at any depth of lists, tuples and dicts; None for anything else."""
+    if isinstance(value, torch.Tensor | torch.Generator):
+        return wire.encode(value, out)
+    if depth < 8 and isinstance(value, list | tuple | dict):
+        items = value.values() if isinstance(value, dict) else value
+        return {"L": [_after(item, out, depth + 1) for item in items]}
+    return None
