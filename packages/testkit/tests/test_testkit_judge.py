@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -439,6 +440,10 @@ def test_a_lent_model_cannot_be_changed_or_opened(worker: Worker) -> None:
         with pytest.raises(AttributeError, match="public names"):
             call(worker, "peek", model, *names)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    holder = types.SimpleNamespace(os=os, setattr=setattr)
+    for name in ("os", "setattr"):  # a module or a builtin would act in the judge
+        with pytest.raises(TypeError, match="out of the candidate's reach"):
+            call(worker, "peek", holder, name)
 
 
 def test_a_lent_callables_in_place_write_reaches_the_candidates_tensor(worker: Worker) -> None:

@@ -168,11 +168,12 @@ def grade_class_cheat(folder: Path, root: Path) -> tuple[bool, str]:
 
 # `--quick` (`nox -s cheats -- --quick`: the step must stay near a minute): one cheat per kind
 # in the class run (pytest's entry points, the testkit's records, the comparisons, the
-# caller's frames, the reference, skipping, dropping), the class_* folders, GRADESCOPE.
+# caller's frames, an object the grader lent, the reference, skipping, dropping), the
+# class_* folders, GRADESCOPE.
 QUICK = (
     "cheat_p19_report_from_item_and_call.py", "cheat_p19_testkit_records.py",
-    "cheat_p19_comparisons.py", "cheat_p19_frame_oracle.py", "cheat_p19_exec_reference.py",
-    "cheat_p19_skips_what_it_fails.py", "cheat_p19_drops_tests.py",
+    "cheat_p19_comparisons.py", "cheat_p19_frame_oracle.py", "cheat_p25_lent_expert_globals.py",
+    "cheat_p19_exec_reference.py", "cheat_p19_skips_what_it_fails.py", "cheat_p19_drops_tests.py",
 )  # fmt: skip
 # Per test: generous, so a loaded CI machine cannot make a twin earn less than its cheat.
 TIMEOUT = "120"

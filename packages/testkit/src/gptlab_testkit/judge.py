@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +50,16 @@ from . import lending, reaper, sandbox, wire, worker_facts
 JUDGE_VARIABLE = "GPTLAB_JUDGE"
 TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 # The variables graded in judge mode by default: drills of functions over tensors, plain
-# data and generators, and kv_cache (a KVCache is a handle; storage identity is
-# worker-reported). The covered set is measured (`known_bad --judge`): faithful candidates
-# pass, known-bad and clause mutants fail. Left out, in-process: the drills whose contract
-# hands the candidate a module, a callable or a process group (P14, P16, P17, P25, P27,
-# P28, PT06, PT08), and P01, whose report of data pointers compares two calls' views of one
+# data and generators, and P25, whose expert callables are lent (`lending`). The covered
+# set is measured (`known_bad --judge`): faithful candidates pass, known-bad and clause
+# mutants fail. Left out, in-process: the drills whose candidate is a module the test
+# takes gradients through or reads by parameter identity (P14, P16, PT06, PT08), that
+# hand torch.compile a function (P27) or a process group (P28) to the candidate, P17 (a
+# module's hooks), and P01, whose report of data pointers compares two calls' views of one
 # tensor (each call's arguments are the worker's own copies).
 JUDGED_DRILLS = (
     "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
-    "P15", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P26", "PT17", "PT28",
+    "P15", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26", "PT17", "PT28",
 )  # fmt: skip
 # The mechanisms judged: their objects are handles, and the reference models and test
 # recorders their tests hand them are lent (`lending`). Left out, in-process: the models
@@ -170,7 +172,7 @@ class Worker:
         self.owner = os.getpid()
         self.zygote: tuple[int, int, int] | None = None  # see `_fork`
         self.forked_in = 0
-        self.lent: dict[int, Any] = {}  # id -> the judge's objects lent to the worker
+        self.lent: OrderedDict[int, Any] = OrderedDict()  # id -> what we lent it, recent last
 
     # -- life
     def start(self) -> None:
@@ -322,6 +324,7 @@ class Worker:
         ident = data.get("j")
         if not isinstance(ident, int) or ident not in self.lent:
             raise wire.WireError("a lent object the judge does not hold")
+        self.lent.move_to_end(ident)
         return self.lent[ident]
 
     def reference_of(self, value: Any) -> dict[str, Any]:
@@ -336,7 +339,11 @@ class Worker:
             raise TypeError("cannot send another candidate's object to this candidate's worker")
         if type(value) is object:
             return {"o": "object"}
+        lending.check_lendable(value)
         self.lent[id(value)] = value
+        self.lent.move_to_end(id(value))
+        while len(self.lent) > lending.MAX_LENT:  # the least recently used goes first
+            self.lent.popitem(last=False)
         return {"j": id(value), "kind": type(value).__qualname__[:100]}
 
     def read(self, ref: list[Any]) -> Any:

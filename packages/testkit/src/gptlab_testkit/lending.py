@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .judge import Worker
 
 MAX_ITEMS = 100_000  # what one iteration over a lent object may send back
+MAX_LENT = 8192  # objects a worker holds references to; the least recently used go first
 # nn.Module methods that change the module (weights, dtype, device, mode, hooks, children)
 MODEL_CHANGING = frozenset(
     {
@@ -52,10 +53,16 @@ def attribute(owner: Any, name: Any, *, calling: bool = False) -> Any:
         isinstance(owner, torch.nn.Module) and name in MODEL_CHANGING
     ):
         raise AttributeError(f"{name}: a model lent by the grader cannot be changed")
-    value = getattr(owner, name)
+    return getattr(owner, name)
+
+
+def check_lendable(value: Any) -> None:
+    """A module or one of Python's builtins (`setattr`, `eval`, `open`: they would act in
+    the judge) is never lent, wherever it turns up in a value sent to the worker."""
     if isinstance(value, types.ModuleType):
-        raise AttributeError(f"{name}: a module is out of the candidate's reach")
-    return value
+        raise TypeError("a module is out of the candidate's reach")
+    if getattr(value, "__module__", None) == "builtins" and callable(value):
+        raise TypeError(f"{getattr(value, '__name__', value)!r} is out of the candidate's reach")
 
 
 def answer(worker: Worker, message: dict[str, Any], blobs: list[bytes]) -> tuple[Any, list[bytes]]:
