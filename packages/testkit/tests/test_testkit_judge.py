@@ -464,3 +464,16 @@ def test_a_lent_object_comes_back_as_itself_and_a_handle_as_the_workers_object(
 
 def test_a_candidates_generator_is_stepped_in_the_worker(worker: Worker) -> None:
     assert list(call(worker, "countdown", 3)) == [3, 2, 1]  # type: ignore[call-overload]
+
+
+def test_a_sweep_spares_every_descendant_of_a_live_run_however_deep() -> None:
+    """A class run's sweep after one submission must not touch the other's tree: the
+    keeper's grandchildren (a test process, a candidate's worker) are spared too."""
+    from gptlab_testkit.reaper import _ancestry
+
+    me, keeper, run, worker, forked = 1, 10, 11, 12, 13
+    parents = {keeper: me, run: keeper, worker: run, forked: worker, 99: me}
+    assert _ancestry(forked, parents, me) == [worker, run, keeper]
+    assert _ancestry(run, parents, me) == [keeper]
+    assert _ancestry(99, parents, me) == []
+    assert _ancestry(5, {5: 6, 6: 5}, me) == [6, 5]  # a loop in a racy read ends

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from gptlab_drills.catalogue import DRILLS
 from gptlab_testkit import BAD_VALUE, assert_close, assert_rejects, candidate, test_device
 from gptlab_testkit.boundary import tensor_state
+from gptlab_testkit.worker_facts import data_ptr, identity
 
 drill = candidate("DRILL_PT08_MODULE")
 
@@ -43,7 +44,7 @@ def model_state(model) -> dict:
 def test_the_head_weight_is_the_embedding_parameter():
     model = build(0)
 
-    assert model.head.weight is model.embedding.weight
+    assert identity(model.head.weight) == identity(model.embedding.weight)
 
 
 @pytest.mark.contract
@@ -52,9 +53,9 @@ def test_the_tie_shares_one_storage_in_the_model_and_its_state_dict():
     model = build(0)
     state = model.state_dict()
 
-    assert model.head.weight.data_ptr() == model.embedding.weight.data_ptr()
+    assert data_ptr(model.head.weight) == data_ptr(model.embedding.weight)
     assert set(TIED) <= set(state), f"the state dict lacks one of {TIED}"
-    assert state[TIED[0]].data_ptr() == state[TIED[1]].data_ptr()
+    assert data_ptr(state[TIED[0]]) == data_ptr(state[TIED[1]])
 
 
 @pytest.mark.contract
@@ -112,7 +113,7 @@ def test_the_tie_survives_a_strict_load_and_the_logits_follow_the_checkpoint():
 
     model.load_state_dict(source.state_dict(), strict=True)
 
-    assert model.head.weight is model.embedding.weight
+    assert identity(model.head.weight) == identity(model.embedding.weight)
     assert torch.equal(model(tokens()), source(tokens()))
 
 
@@ -123,7 +124,7 @@ def test_a_checkpoint_with_separate_but_equal_entries_loads_and_stays_tied():
 
     model.load_state_dict(untied_copy(source.state_dict()), strict=True)
 
-    assert model.head.weight is model.embedding.weight
+    assert identity(model.head.weight) == identity(model.embedding.weight)
     assert torch.equal(model(tokens()), source(tokens()))
 
 
@@ -132,7 +133,7 @@ def test_a_checkpoint_with_separate_but_equal_entries_loads_and_stays_tied():
 def test_the_tie_survives_a_dtype_move():
     model = build(0).to(torch.float64)
 
-    assert model.head.weight is model.embedding.weight
+    assert identity(model.head.weight) == identity(model.embedding.weight)
     assert model.head.weight.dtype == torch.float64
 
 
@@ -205,7 +206,7 @@ def test_a_loaded_checkpoints_tensors_are_copied_in_never_kept():
         for tensor in state.values():
             tensor.add_(1.0)
     assert torch.equal(model(tokens()), want), "writing the checkpoint changed the model"
-    assert model.head.weight is model.embedding.weight
+    assert identity(model.head.weight) == identity(model.embedding.weight)
 
 
 def artifact_module():

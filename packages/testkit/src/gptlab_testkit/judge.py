@@ -50,16 +50,19 @@ from . import lending, reaper, sandbox, wire, worker_facts
 JUDGE_VARIABLE = "GPTLAB_JUDGE"
 TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 # The variables graded in judge mode by default: drills of functions over tensors, plain
-# data and generators, and P25, whose expert callables are lent (`lending`). The covered
-# set is measured (`known_bad --judge`): faithful candidates pass, known-bad and clause
-# mutants fail. Left out, in-process: the drills whose candidate is a module the test
-# takes gradients through or reads by parameter identity (P14, P16, PT06, PT08), that
-# hand torch.compile a function (P27) or a process group (P28) to the candidate, P17 (a
-# module's hooks), and P01, whose report of data pointers compares two calls' views of one
-# tensor (each call's arguments are the worker's own copies).
+# data and generators; P25, whose expert callables are lent (`lending`); and the modules
+# P14, P16 and PT06 (a handle: its outputs' gradients are carried on into the worker,
+# parameter identity and pointers are worker-reported). The covered set is measured
+# (`known_bad --judge`): faithful candidates pass, known-bad and clause mutants fail. Left
+# out, in-process: PT08 (a gradient through the candidate's submodules back into the
+# test's own tensors: autograd does not cross the wire), the drills that hand
+# torch.compile a function (P27) or a process group (P28) to the candidate, P17 (a module
+# the test defines, handed to the candidate), and P01, whose report of data pointers
+# compares two calls' views of one tensor (each call's arguments are the worker's copies).
 JUDGED_DRILLS = (
     "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
-    "P15", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26", "PT17", "PT28",
+    "P14", "P15", "P16", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
+    "PT06", "PT17", "PT28",
 )  # fmt: skip
 # The mechanisms judged: their objects are handles, and the reference models and test
 # recorders their tests hand them are lent (`lending`). Left out, in-process: the models
@@ -265,6 +268,9 @@ class Worker:
             self.process, self.owner = None, os.getpid()
         if self.process is None and not self._fork():
             self.start()
+        if message.get("op") not in ("load", "fork"):  # what the test did since, carried over
+            message["writes"] = _test_writes(self, blobs)
+            message["grads"] = _test_gradients(self, blobs)
         deadline = time.monotonic() + self.timeout_s if self.timeout_s > 0 else None
         try:
             wire.send(self.fd_out, message, blobs)
@@ -482,7 +488,6 @@ def _call_worker(
 
     message = {
         "op": "call",
-        "writes": _test_writes(worker, blobs),
         "handle": handle,
         "name": name,
         "bases": wire.encode(bases, blobs),
@@ -513,6 +518,37 @@ def _test_writes(worker: Worker, blobs: list[bytes]) -> list[Any]:
         [facts.serial, wire.encode(facts.copy, blobs)]
         for facts in worker_facts.written_by_test(worker)
     ]
+
+
+def _test_gradients(worker: Worker, blobs: list[bytes]) -> list[Any]:
+    """The gradient the test's backward left on its copy of a worker tensor (an output, a
+    parameter) since the last call: [serial, gradient] pairs, carried on into the worker's
+    graph before the call (`worker.Server.backward`)."""
+    return [
+        [serial, wire.encode(gradient, blobs)]
+        for serial, gradient in worker_facts.gradients_by_test(worker)
+    ]
+
+
+def _signature(worker: Worker, handle: int | None, name: str) -> Any:
+    import inspect
+
+    reply = worker.request({"op": "signature", "handle": handle, "name": name}, [])
+    rows = reply["value"]
+    if not isinstance(rows, list) or len(rows) > 256:
+        raise wire.WireError("malformed signature")
+    parameters = []
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 4 or not str(row[0]).isidentifier():
+            raise wire.WireError("malformed signature")
+        if not isinstance(row[3], bool | int | float | str | None):
+            raise wire.WireError("malformed signature")
+        kind = inspect._ParameterKind(int(row[1]))
+        # a default that is plain data comes as itself, any other as a stand-in
+        plain = row[3] if row[3] is not None else "<the candidate's default>"
+        default = plain if row[2] is True else inspect.Parameter.empty
+        parameters.append(inspect.Parameter(str(row[0]), kind, default=default))
+    return inspect.Signature(parameters)
 
 
 def _shared_memory(arguments: list[Any]) -> tuple[list[torch.Tensor], Any]:
@@ -597,6 +633,11 @@ class RemoteCallable:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _call(self._worker, self._handle, self._name, args, kwargs)
 
+    @property
+    def __signature__(self) -> Any:
+        """The candidate's signature, as the worker reads it (`oracles.assert_binds`)."""
+        return _signature(self._worker, None, str(self._name))
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or self._handle is not None or self._name is None:
             raise AttributeError(name)
@@ -636,13 +677,37 @@ class RemoteObject:
         self._live()
         return _call(self._worker, self._ident, None, args, kwargs)
 
-    def __iter__(self) -> Any:  # a candidate's generator or iterator, stepped in the worker
-        self._live()
-        return _call(self._worker, self._ident, "__iter__", (), {})
+    # Python's protocols run in the worker: a generator stepped there, a module list indexed
+    def __iter__(self) -> Any:
+        return self._protocol("__iter__")
 
     def __next__(self) -> Any:
+        return self._protocol("__next__")
+
+    def __len__(self) -> int:
+        return int(self._protocol("__len__"))
+
+    def __bool__(self) -> bool:
+        return bool(self._protocol("__bool__"))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._protocol("__getitem__", key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._protocol("__setitem__", key, value)
+
+    def _protocol(self, name: str, *args: Any) -> Any:
         self._live()
-        return _call(self._worker, self._ident, "__next__", (), {})
+        return _call(self._worker, self._ident, name, args, {})
+
+    def _isinstance(self, cls: type) -> bool:
+        """isinstance(the worker's object, cls) for a torch class (worker-reported)."""
+        self._live()
+        path = f"{cls.__module__}.{cls.__qualname__}"
+        for alias in ("torch.nn.modules.module.Module", "torch.nn.Module"):
+            path = "torch.nn.Module" if path == alias else path
+        reply = self._worker.request({"op": "isa", "handle": self._ident, "cls": path}, [])
+        return reply["value"] is True
 
     def _worker_state(self) -> Any:
         """Everything the object holds, dumped by the worker: what `state_fingerprint` reads."""

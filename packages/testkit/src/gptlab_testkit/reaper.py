@@ -100,9 +100,12 @@ def end_tree(keep: Callable[[int], bool] = lambda _pid: False) -> None:
 
 
 def _ancestry(pid: int, parents: dict[int, int], stop: int) -> list[int]:
-    chain = []
-    while pid in parents and parents[pid] != stop and pid not in chain:
+    """`pid`'s ancestors up to (not including) `stop`, nearest first."""
+    chain: list[int] = []
+    while pid in parents and parents[pid] != stop:
         pid = parents[pid]
+        if pid in chain:  # a loop in a racy /proc read
+            break
         chain.append(pid)
     return chain
 

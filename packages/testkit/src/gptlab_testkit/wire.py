@@ -103,6 +103,8 @@ def encode(
             extra["offset"] = offset
         if value.requires_grad:
             extra["grad"] = 1
+            if value.is_leaf and value.grad is not None:  # a parameter's gradient goes with it
+                extra["gv"] = encode(value.grad.detach(), blobs)["t"]
         elif value.is_inference():  # writable only under inference mode, on either side
             extra["inf"] = 1
         return {"t": [*spec, extra] if extra else spec}
@@ -336,7 +338,14 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     if not isinstance(spec, list) or len(spec) not in (4, 5):
         raise WireError("malformed tensor")
     extra = spec[4] if len(spec) == 5 else {}
-    if not isinstance(extra, dict) or set(extra) - {"facts", "stride", "grad", "inf", "offset"}:
+    if not isinstance(extra, dict) or set(extra) - {
+        "facts",
+        "stride",
+        "grad",
+        "inf",
+        "offset",
+        "gv",
+    }:
         raise WireError("malformed tensor")
     stride = _ints(extra["stride"], "strides") if "stride" in extra else None
     offset = extra.get("offset", 0)
@@ -347,6 +356,11 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     tensor = _untensor_plain(spec[:4], blobs, stride, extra.get("inf") == 1, offset)
     if extra.get("grad") == 1 and tensor.is_floating_point():
         tensor.requires_grad_(True)
+        if "gv" in extra:
+            grad = _untensor(extra["gv"], blobs)
+            if grad.shape != tensor.shape or grad.dtype != tensor.dtype or grad.requires_grad:
+                raise WireError("malformed gradient")
+            tensor.grad = grad
     if facts is not None and "facts" in extra:
         facts(tensor, _facts(extra["facts"]))
     return tensor

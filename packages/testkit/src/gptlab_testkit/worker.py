@@ -333,6 +333,8 @@ class Server:
             return self.load(message)
         if op == "fork":
             return self.fork(message)
+        self.write_through(message.get("writes") or [], blobs)
+        self.backward(message.get("grads") or [], blobs)
         out: list[bytes] = []
         if op == "read":  # a view's current values
             return {"value": self.encode(self.sent.view(message["ref"]), out)}, out
@@ -343,7 +345,26 @@ class Server:
             return self.call(owner, message, blobs)
         if op == "state":
             return {"value": self.encode(plain_state(owner), out, handles=False)}, out
+        if op == "isa":  # isinstance(owner, torch.X), asked by the judge
+            return {"value": isinstance(owner, _torch_class(str(message["cls"])))}, out
+        if op == "signature":
+            return {"value": _parameters(_attribute(owner, str(message["name"])))}, out
         raise ValueError(f"unknown request {op!r}")
+
+    def backward(self, grads: list[Any], blobs: list[bytes]) -> None:
+        """The gradient the test's backward left on its copy of one of our tensors,
+        carried on through ours: in one process the test's backward would have gone on
+        into the candidate's graph (its parameters' .grad)."""
+        import torch
+
+        pairs = [(self.sent.tensors.get(serial), self.value(data, blobs)) for serial, data in grads]
+        pairs = [
+            (t, g) for t, g in pairs if t is not None and t.requires_grad and g.shape == t.shape
+        ]
+        if pairs:
+            with torch.enable_grad():
+                tensors, gradients = zip(*pairs, strict=True)
+                torch.autograd.backward(list(tensors), list(gradients), retain_graph=True)
 
     def fork(self, message: dict[str, Any]) -> Reply:
         """A copy of this worker, candidate imported, for a forked test process: it talks
@@ -382,7 +403,8 @@ class Server:
     def call(
         self, owner: Any, message: dict[str, Any], blobs: list[bytes]
     ) -> tuple[dict[str, Any], list[bytes]]:
-        target = owner if message.get("name") is None else _attribute(owner, message["name"])
+        name = message.get("name")
+        target = owner if name is None else _special(owner, name) or _attribute(owner, name)
         # Arguments sharing the judge's memory are views of one base here too.
         bases = self.wire.decode(message.get("bases") or {"L": []}, blobs)
 
@@ -393,7 +415,6 @@ class Server:
             base = bases[-serial - 1]
             return base.as_strided(shape, stride, int(base.storage_offset()) + offset)
 
-        self.write_through(message.get("writes") or [], blobs)
         args = self.value(message["args"], blobs, view)
         kwargs = self.value(message["kwargs"], blobs, view)
         before = {id(t): _pointer(t) for t in _tensors([*args, *kwargs.values()])}
@@ -484,6 +505,47 @@ def _tensors(value: Any, depth: int = 0) -> list[Any]:
         items = value.values() if isinstance(value, dict) else value
         return [t for item in items for t in _tensors(item, depth + 1)]
     return []
+
+
+def _special(owner: Any, name: str) -> Any:
+    """Python's protocols, as Python applies them (looked up on the type): None for a
+    plain name."""
+    protocols = {
+        "__iter__": lambda: iter(owner),
+        "__next__": lambda: next(owner),
+        "__len__": lambda: len(owner),
+        "__bool__": lambda: bool(owner),
+        "__getitem__": lambda key: owner[key],
+        "__setitem__": lambda key, value: owner.__setitem__(key, value),
+    }
+    return protocols.get(name)
+
+
+def _torch_class(path: str) -> Any:
+    """torch.nn.Module for "torch.nn.Module": a class under torch, nothing else."""
+    import torch
+
+    if not path.startswith("torch."):
+        raise ValueError(f"{path} is not a torch class")
+    value = _attribute(torch, path.removeprefix("torch."))
+    if not isinstance(value, type):
+        raise ValueError(f"{path} is not a class")
+    return value
+
+
+def _parameters(function: Any) -> list[list[Any]]:
+    """A callable's signature as [name, kind, has a default, the default where it is plain
+    data] rows (what `assert_binds` and a test's `signature.bind` read in the judge)."""
+    import inspect
+
+    def plain(value: Any) -> Any:
+        return value if value is None or isinstance(value, bool | int | float | str) else None
+
+    signature = inspect.signature(function)
+    return [
+        [p.name, int(p.kind), p.default is not inspect.Parameter.empty, plain(p.default)]
+        for p in signature.parameters.values()
+    ]
 
 
 def _attribute(owner: Any, name: str) -> Any:

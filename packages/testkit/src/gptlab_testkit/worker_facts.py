@@ -72,6 +72,8 @@ def record(tensor: Tensor, reported: dict[str, Any], worker: Any, generation: in
         moved=bool(reported.get("moved", 0)),
     )
     _keep(facts)
+    if tensor.requires_grad:
+        arrived_with_gradient(tensor)
 
 
 def adopt(argument: Tensor, facts: Facts) -> None:
@@ -103,6 +105,38 @@ def written_by_test(worker: Any) -> list[Facts]:
     ]
     for facts in found:
         _keep(replace(facts, version=_version(facts.copy)))
+    return found
+
+
+_GRADIENTS: dict[int, tuple[Tensor, Tensor | None]] = {}  # id(copy) -> (copy, .grad seen)
+
+
+def arrived_with_gradient(copy: Tensor) -> None:
+    """`copy` came from the worker with its .grad (a parameter's): not the test's to send."""
+    grad = copy.grad
+    _GRADIENTS[id(copy)] = (copy, None if grad is None else grad.detach().clone())
+    if len(_GRADIENTS) > 2 * KEEP:  # only copies still recorded can be sent
+        held = {id(facts.copy) for facts in _BY_STORAGE.values()}
+        for key in [key for key in _GRADIENTS if key not in held]:
+            del _GRADIENTS[key]
+
+
+def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
+    """What the test's backward added to the .grad of its copies of `worker`'s tensors
+    since they arrived (or since last asked): (serial, gradient) pairs."""
+    found = []
+    for facts in islice(reversed(_BY_STORAGE.values()), WRITE_WINDOW):
+        copy = facts.copy
+        if facts.worker is not worker or facts.generation != worker.generation:
+            continue
+        if not copy.requires_grad or copy.grad is None:
+            continue
+        held, seen = _GRADIENTS.get(id(copy), (copy, None))
+        seen = seen if held is copy else None
+        added = copy.grad.detach() - seen if seen is not None else copy.grad.detach()
+        if bool(added.ne(0).any()):
+            found.append((facts.serial, added.clone()))
+        _GRADIENTS[id(copy)] = (copy, copy.grad.detach().clone())
     return found
 
 
@@ -188,6 +222,13 @@ def layout(tensor: Tensor) -> tuple[Any, ...]:
     return (data_ptr(tensor), facts.offset + delta, stride)
 
 
+def is_instance(value: Any, cls: type) -> bool:
+    """isinstance(value, cls); for a candidate's object in a worker (a module the test
+    built there), asked of the worker: worker-reported."""
+    ask = getattr(type(value), "_isinstance", None)
+    return bool(ask(value, cls)) if ask is not None else isinstance(value, cls)
+
+
 def same_objects(now: Any, before: Any) -> bool:
     """Are the tensors of `now` the very objects of `before`, in order?"""
     first, second = list(tensors_in(now)), list(tensors_in(before))
@@ -249,6 +290,7 @@ __all__ = [
     "current",
     "data_ptr",
     "identity",
+    "is_instance",
     "same_objects",
     "storage",
     "worker_reported",
