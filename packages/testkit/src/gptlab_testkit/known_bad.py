@@ -339,7 +339,7 @@ def _run(
 
 
 # "default": judge mode as `grade` sets it; "all" (`--judge`): as `grade --judge` does,
-# every drill's candidate in a worker (how a drill is proved ready for judge.JUDGED).
+# every candidate in a worker (how a variable is proved ready for judge.JUDGED).
 JUDGE_MODE = {"mode": "default"}
 
 
@@ -494,7 +494,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--judge",
         action="store_true",
-        help="run every drill's candidate in a judge's worker, as grade --judge does",
+        help="run every candidate in a judge's worker, as grade --judge does",
     )
     parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
