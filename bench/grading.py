@@ -184,18 +184,46 @@ def _in_class(path: Path, variable: str) -> bool:
     return variable in STEMS
 
 
+def imports_what_the_judge_refuses(source: str, variable: str) -> bool:
+    """Does this file import a package a judged candidate may not (the testkit's mutant
+    builder, the reference)? Such a file is one of known_bad's fixtures (trusted there),
+    not a student's submission: graded, the judge's worker refuses it at import."""
+    from gptlab_testkit.judge import JUDGED, _refused
+
+    if variable not in JUDGED:
+        return False
+    refused = set(_refused(variable))
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        if any(name.split(".")[0] in refused for name in names):
+            return True
+    return False
+
+
 def class_sources(known_bad: list[Path], faithful: list[Path]) -> list[Source]:
     """The single-file submissions a class cycles through, with their expectations.
 
     Only the mechanisms of STEMS (the seed's labs and this project's runtime): a
-    candidate of another variable (a mechanism added since) is left out, and said so.
+    candidate of another variable (a mechanism added since) is left out, and said so;
+    so is a known-bad fixture built from the reference of a judged variable (a student's
+    file cannot import the reference: the judge refuses it).
     """
     sources: list[Source] = []
+    left_out = []
     for path in known_bad:
         constants = _constants(path)
         if constants.get("SCOPE") == "all" or not _in_class(path, constants["VARIABLE"]):
             continue
         kind = "hostile" if constants.get("RUN") == "isolated" else "bad"
+        source = self_contained(path)
+        if kind == "bad" and imports_what_the_judge_refuses(source, constants["VARIABLE"]):
+            left_out.append(path.stem)
+            continue
         want: Expected = {
             "verdict": "FAIL",
             "owner": constants["EXPECTED_OWNER"],
@@ -207,6 +235,9 @@ def class_sources(known_bad: list[Path], faithful: list[Path]) -> list[Source]:
         if not _in_class(path, variable):
             continue
         sources.append((f"good_{path.stem[5:]}", [(variable, path)], {"verdict": "pass"}))
+    if left_out:
+        print(f"bench.grading: {len(left_out)} known-bad fixtures built from a judged "
+              "variable's reference left out of the class (not a student's file)")  # fmt: skip
     return sources
 
 

@@ -477,3 +477,14 @@ def test_a_sweep_spares_every_descendant_of_a_live_run_however_deep() -> None:
     assert _ancestry(run, parents, me) == [keeper]
     assert _ancestry(99, parents, me) == []
     assert _ancestry(5, {5: 6, 6: 5}, me) == [6, 5]  # a loop in a racy read ends
+
+
+def test_a_named_tuple_keeps_its_name_and_fields_across_the_wire() -> None:
+    from collections import namedtuple
+
+    Record = namedtuple("Record", ["emitted", "steps"])
+    got = round_trip([Record({1: 2}, (3, torch.ones(2)))])
+    assert isinstance(got, list) and type(got[0]).__name__ == "Record"
+    assert got[0].emitted == {1: 2} and torch.equal(got[0].steps[1], torch.ones(2))
+    with pytest.raises(wire.WireError, match="named tuple"):  # only identifiers are built
+        wire.decode({"NT": ["Record", ["a b"], [1]]}, [])

@@ -114,23 +114,62 @@ def trusted() -> bool:
     return os.environ.get(TRUSTED_VARIABLE) == "1"
 
 
-def _refused() -> tuple[str, ...]:
-    return () if trusted() else REFUSED
+def siblings(variable: str) -> frozenset[str]:
+    """This project's packages a candidate for `variable` may import: the runtime
+    dependencies of its reference's distribution among them, transitively (the
+    scheduler's `paged_kv` and `cache_aware_lm`, which brings `tinygpt` and `modern_lm`);
+    never the reference itself, the testkit or the drills."""
+    from importlib import metadata
+
+    from .candidates import MECHANISM_VARIABLES, VARIABLES
+
+    if variable not in MECHANISM_VARIABLES:
+        return frozenset()
+    own = VARIABLES[variable].package
+    found: set[str] = set()
+    frontier = [own]
+    while frontier:
+        package = frontier.pop()
+        try:
+            requirements = metadata.requires(f"gptlab-{package.replace('_', '-')}") or []
+        except metadata.PackageNotFoundError:
+            continue
+        for requirement in requirements:
+            name = requirement.split("@")[0].split(";")[0].strip()
+            if ";" in requirement or not name.startswith("gptlab-"):
+                continue  # an extra's (the tests') or a third party's
+            dependency = name.removeprefix("gptlab-").replace("-", "_")
+            if dependency not in found and dependency != own:
+                found.add(dependency)
+                frontier.append(dependency)
+    return frozenset(found - {"testkit", "drills", "practice"})
 
 
-def _site_dirs() -> list[str]:
-    """Where torch (and numpy) are installed: the worker's only import roots (a trusted
-    fixture's worker: the judge's whole import path)."""
+def _refused(variable: str) -> tuple[str, ...]:
+    if trusted():
+        return ()
+    allowed = siblings(variable)
+    return tuple(name for name in REFUSED if name not in allowed)
+
+
+def _site_dirs(variable: str = "") -> list[str]:
+    """Where torch (and numpy) are installed: the worker's only import roots; for a
+    variable with siblings also where they and their third-party dependencies live (a
+    trusted fixture's worker: the judge's whole import path)."""
     if trusted():
         return [entry for entry in sys.path if entry and Path(entry).is_dir()]
     found = []
-    for module in ("torch", "numpy"):
-        with contextlib.suppress(ImportError):
+    for module in ("torch", "numpy", *sorted(siblings(variable) if variable else ())):
+        with contextlib.suppress(ImportError, AttributeError, TypeError):
             found.append(str(Path(str(__import__(module).__file__)).resolve().parents[1]))
+    if variable and siblings(variable):
+        import site
+
+        found += [folder for folder in site.getsitepackages() if Path(folder).is_dir()]
     return sorted(set(found))
 
 
-def _unprivileged() -> tuple[int, int] | None:
+def _unprivileged(variable: str) -> tuple[int, int] | None:
     """(uid, gid) of `nobody` when we are root and it can run this interpreter; else None."""
     if os.geteuid() != 0:
         return None
@@ -138,7 +177,7 @@ def _unprivileged() -> tuple[int, int] | None:
         nobody = pwd.getpwnam("nobody")
     except KeyError:
         return None
-    for folder in [*Path(sys.executable).resolve().parents, *map(Path, _site_dirs())]:
+    for folder in [*Path(sys.executable).resolve().parents, *map(Path, _site_dirs(variable))]:
         mode = folder.stat().st_mode
         if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
             return None  # e.g. an interpreter under /root: nobody cannot reach it
@@ -170,7 +209,7 @@ class Worker:
         self.process: subprocess.Popen[bytes] | None = None
         self.names: list[str] = []
         self.file = str(path)
-        self.user = _unprivileged()
+        self.user = _unprivileged(variable)
         self.generation = 0
         self.owner = os.getpid()
         self.zygote: tuple[int, int, int] | None = None  # see `_fork`
@@ -186,13 +225,18 @@ class Worker:
             os.chown(scratch, *self.user)
         script = Path(__file__).with_name("worker.py")
         covers = (
-            None if trusted() else sandbox.for_worker(self.path, scratch, _site_dirs(), REFUSED)
+            None
+            if trusted()
+            else sandbox.for_worker(
+                self.path, scratch, _site_dirs(self.variable), _refused(self.variable)
+            )
         )
         if covers is not None:  # the testkit's folder is covered: the worker runs from scratch
             script = sandbox.stage(scratch, script)
         command = [
             sys.executable, "-I", "-S", "-B", str(script),
-            str(worker_in), str(worker_out), ",".join(_refused()), *_site_dirs(),
+            str(worker_in), str(worker_out), ",".join(_refused(self.variable)),
+            *_site_dirs(self.variable),
         ]  # fmt: skip
         self.process = subprocess.Popen(
             command,

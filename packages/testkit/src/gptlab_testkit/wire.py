@@ -19,7 +19,9 @@ This module imports only the standard library and torch: the worker loads it by 
 
 from __future__ import annotations
 
+import collections
 import json
+import keyword
 import os
 import select
 import time
@@ -116,6 +118,9 @@ def encode(
     def inner(item: Any) -> Any:
         return encode(item, blobs, handles, facts, refs, generators)
 
+    if isinstance(value, tuple) and _named_fields(type(value)) is not None:
+        fields = _named_fields(type(value))
+        return {"NT": [type(value).__name__[:100], fields, [inner(v) for v in value]]}
     if isinstance(value, tuple | list):
         return {"T" if isinstance(value, tuple) else "L": [inner(v) for v in value]}
     if isinstance(value, dict):
@@ -140,6 +145,33 @@ def encode(
     if handles is not None:
         return handles(value)
     raise TypeError(f"cannot send a {type(value).__name__} to the candidate's worker")
+
+
+def _named_fields(kind: type) -> list[str] | None:
+    """The fields of a named tuple type (a candidate's `Record(NamedTuple)`), else None."""
+    fields = getattr(kind, "_fields", None)
+    if isinstance(fields, tuple) and all(isinstance(f, str) for f in fields):
+        return list(fields)
+    return None
+
+
+_NAMED: dict[tuple[str, tuple[str, ...]], type] = {}
+
+
+def _named_tuple(data: Any, inner: Any) -> tuple[Any, ...]:
+    """A named tuple of the sender's name and fields, built here: only identifiers."""
+    parts = _list(data)
+    if len(parts) != 3 or not isinstance(parts[0], str):
+        raise WireError("malformed named tuple")
+    name, fields, values = str(parts[0]), tuple(_list(parts[1])), _list(parts[2])
+    valid = [f for f in (name, *fields) if isinstance(f, str) and f.isidentifier()]
+    if len(valid) != len(fields) + 1 or len(fields) != len(values) or len(fields) > 256:
+        raise WireError("malformed named tuple")
+    if any(keyword.iskeyword(f) or f.startswith("_") for f in (name, *fields)):
+        raise WireError("malformed named tuple")
+    if (name, fields) not in _NAMED:
+        _NAMED[(name, fields)] = collections.namedtuple(name, fields)
+    return _NAMED[(name, fields)](*(inner(v) for v in values))  # type: ignore[no-any-return]
 
 
 def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[int] | None, int]:
@@ -227,6 +259,8 @@ def decode(
         return view(_reference(data["tr"]))
     if "T" in data:
         return tuple(inner(v) for v in _list(data["T"]))
+    if "NT" in data:
+        return _named_tuple(data["NT"], inner)
     if "S" in data or "F" in data:
         items = [inner(v) for v in _list(data.get("S", data.get("F")))]
         if any(not isinstance(item, bool | int | float | str | tuple | None) for item in items):
