@@ -215,6 +215,7 @@ class Worker:
         self.zygote: tuple[int, int, int] | None = None  # see `_fork`
         self.forked_in = 0
         self.lent: OrderedDict[int, Any] = OrderedDict()  # id -> what we lent it, recent last
+        self.methods: set[tuple[str, str]] = set()  # (class name, method name) seen so far
 
     # -- life
     def start(self) -> None:
@@ -711,9 +712,13 @@ class RemoteObject:
         if name.startswith("_"):
             raise AttributeError(name)
         self._live()
+        if (self._kind, name) in self._worker.methods:  # known a method: no round trip
+            return _Method(self, name)
         reply = self._worker.request({"op": "getattr", "handle": self._ident, "name": name}, [])
         value = self._worker.decode(reply["value"], reply.pop("_blobs"))
         if isinstance(value, RemoteObject):
+            if reply.get("method") is True:
+                self._worker.methods.add((self._kind, name))
             return _Bound(self, name, value)
         return value
 
@@ -773,6 +778,26 @@ class _Bound(RemoteObject):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._owner._live()
         return _call(self._worker, self._owner._ident, self._attr, args, kwargs)
+
+
+class _Method:
+    """`obj.name` for a name the worker reported as a method of obj's class: called in the
+    worker as `obj.name(...)`, looked up there at call time (half the round trips)."""
+
+    def __init__(self, owner: RemoteObject, name: str) -> None:
+        self._owner, self._name = owner, name
+        self.__name__ = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self._owner._live()
+        return _call(self._owner._worker, self._owner._ident, self._name, args, kwargs)
+
+    @property
+    def __signature__(self) -> Any:
+        return _signature(self._owner._worker, self._owner._ident, self._name)
+
+    def __repr__(self) -> str:
+        return f"<candidate method {self._owner._kind}.{self._name} (in the worker)>"
 
 
 class RemoteModule:

@@ -340,7 +340,10 @@ class Server:
             return {"value": self.encode(self.sent.view(message["ref"]), out)}, out
         owner = self.module if message.get("handle") is None else self.objects[message["handle"]]
         if op == "getattr":
-            return {"value": self.encode(_attribute(owner, message["name"]), out)}, out
+            value = _attribute(owner, message["name"])
+            # a method of the object's class: the judge may call it later without asking
+            method = getattr(value, "__self__", None) is owner and callable(value)
+            return {"value": self.encode(value, out), "method": method}, out
         if op == "call":
             return self.call(owner, message, blobs)
         if op == "state":

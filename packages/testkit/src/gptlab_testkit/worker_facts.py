@@ -17,10 +17,9 @@ as they are now in the worker.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from itertools import islice
 from typing import Any
 
 from torch import Tensor
@@ -28,7 +27,9 @@ from torch import Tensor
 KEEP = 16384  # recorded copies, and at most KEEP_BYTES of them (the worker keeps as many
 KEEP_BYTES = 256 * 1024 * 1024  # of its tensors alive: worker.Sent)
 WORKER_REPORTED = " (worker-reported)"
-WRITE_WINDOW = 512  # recent tensors of each kind checked for the test's writes per call
+WRITE_WINDOW = 64  # the recent copies checked for the test's writes and gradients per call
+_RECENT: deque[list[Any]] = deque(maxlen=WRITE_WINDOW)  # [copy, returned, version seen]
+_RECENT_GRAD: deque[Tensor] = deque(maxlen=WRITE_WINDOW)
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,6 +75,7 @@ def record(tensor: Tensor, reported: dict[str, Any], worker: Any, generation: in
     _keep(facts)
     if tensor.requires_grad:
         arrived_with_gradient(tensor)
+        _RECENT_GRAD.append(tensor)
 
 
 def adopt(argument: Tensor, facts: Facts) -> None:
@@ -91,21 +93,25 @@ def written_by_worker(view: Tensor) -> None:
 
 def written_by_test(worker: Any) -> list[Facts]:
     """The tensors of `worker` whose copy here the test wrote into since it was recorded
-    (among the most recent WRITE_WINDOW of each kind); recorded again as written, since
+    (among the WRITE_WINDOW most recently recorded); recorded again as written, since
     the judge writes them through to the worker before its next call (`judge`)."""
-    found = [
-        facts
-        for table in (_BY_OBJECT, _BY_STORAGE)
-        for facts in islice(reversed(table.values()), WRITE_WINDOW)
-        if facts.worker is worker
-        and facts.generation == worker.generation
-        and facts.version >= 0  # an inference tensor has no write counter
-        and facts.copy.device.type != "meta"
-        and _version(facts.copy) != facts.version
-    ]
-    for facts in found:
+    found: dict[int, Facts] = {}
+    for entry in list(_RECENT):
+        copy, returned, version = entry
+        if _version(copy) == version:
+            continue  # unwritten since recorded: the common case, decided cheaply
+        entry[2] = _version(copy)
+        table = _BY_STORAGE if returned else _BY_OBJECT
+        facts = table.get(_storage_key(copy) if returned else id(copy))
+        if facts is None or facts.copy is not copy or id(copy) in found:
+            continue
+        if facts.worker is not worker or facts.generation != worker.generation:
+            continue
+        if _version(copy) != facts.version:
+            found[id(copy)] = facts
+    for facts in found.values():
         _keep(replace(facts, version=_version(facts.copy)))
-    return found
+    return list(found.values())
 
 
 _GRADIENTS: dict[int, tuple[Tensor, Tensor | None]] = {}  # id(copy) -> (copy, .grad seen)
@@ -123,10 +129,13 @@ def arrived_with_gradient(copy: Tensor) -> None:
 
 def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
     """What the test's backward added to the .grad of its copies of `worker`'s tensors
-    since they arrived (or since last asked): (serial, gradient) pairs."""
+    (the WRITE_WINDOW most recent that require grad) since they arrived or since last
+    asked: (serial, gradient) pairs."""
     found = []
-    for facts in islice(reversed(_BY_STORAGE.values()), WRITE_WINDOW):
-        copy = facts.copy
+    for copy in list(_RECENT_GRAD):
+        facts = _BY_STORAGE.get(_storage_key(copy))
+        if facts is None or facts.copy is not copy:
+            continue
         if facts.worker is not worker or facts.generation != worker.generation:
             continue
         if not copy.requires_grad or copy.grad is None:
@@ -142,6 +151,8 @@ def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
 
 def _keep(facts: Facts) -> None:
     tensor = facts.copy
+    if facts.version >= 0 and tensor.device.type != "meta":  # a write the test may make
+        _RECENT.append([tensor, facts.returned, facts.version])
     if facts.returned:
         table, key = _BY_STORAGE, _storage_key(tensor)
     else:
