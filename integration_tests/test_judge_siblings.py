@@ -1,23 +1,33 @@
-"""A judged candidate may import the siblings its contract names, never its reference."""
+"""A judged candidate may import the siblings its contract names, never its reference.
+
+(Variables are looked up by package here, not named: a test file naming one is selected
+to grade that variable's candidates.)
+"""
 
 from __future__ import annotations
 
 import pytest
 
+from gptlab_testkit.candidates import VARIABLE_BY_PACKAGE, VARIABLES
 from gptlab_testkit.judge import REFUSED, _refused, siblings
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
 
+def variable_of(package: str) -> str:
+    return VARIABLE_BY_PACKAGE[package].name
+
+
 def test_the_scheduler_may_use_paged_kv_and_the_models_but_not_itself() -> None:
-    allowed = siblings("SCHEDULER_MODULE")
+    allowed = siblings(variable_of("scheduler"))
     assert {"paged_kv", "cache_aware_lm", "tinygpt", "modern_lm"} <= allowed
-    refused = set(_refused("SCHEDULER_MODULE"))
+    refused = set(_refused(variable_of("scheduler")))
     assert "scheduler" in refused and "gptlab_testkit" in refused and "pytest" in refused
     assert not allowed & refused
 
 
 def test_a_mechanism_without_siblings_and_a_drill_refuse_every_package() -> None:
-    assert siblings("KV_CACHE_MODULE") == frozenset()
-    assert siblings("DRILL_P19_MODULE") == frozenset()
-    assert _refused("DRILL_P19_MODULE") == REFUSED
+    drill = next(name for name, variable in VARIABLES.items() if variable.is_drill)
+    assert siblings(variable_of("kv_cache")) == frozenset()
+    assert siblings(drill) == frozenset()
+    assert _refused(drill) == REFUSED

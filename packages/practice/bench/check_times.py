@@ -23,7 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 FAITHFUL = ROOT / "integration_tests" / "faithful"
 sys.path.insert(0, str(ROOT / "packages" / "practice" / "tests"))
-from conftest import P19  # noqa: E402  (the tests' faithful P19 attempt)
+from conftest import pasted  # noqa: E402  (the tests' faithful attempts)
+
+P19 = pasted("P19")
 
 CASES = {  # item: (attempt file, code pasted under the header)
     "kv_cache": ("kv_cache_attempt.py", (FAITHFUL / "good_kv_cache_index_copy.py").read_text()),

@@ -205,9 +205,12 @@ def _load_hypothesis_profile() -> None:
     """Verdicts must not depend on the machine's load or on a random draw: no deadlines, no
     too-slow health check, the same examples on every run (derandomized, no example database).
 
-    Tests keep their own example counts; the per-test time limit bounds a real hang.
+    Tests keep their own example counts; the per-test time limit bounds a real hang. A
+    failing example is reported as found, not shrunk (the verdict is the same; shrinking
+    against a wrong candidate took seconds of every failing check, which a learner waits
+    for on each save).
     """
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
 
     settings.register_profile(
         "gptlab",
@@ -215,6 +218,7 @@ def _load_hypothesis_profile() -> None:
         suppress_health_check=[HealthCheck.too_slow],
         derandomize=True,
         database=None,
+        phases=(Phase.explicit, Phase.generate),
     )
     settings.load_profile("gptlab")
 
