@@ -186,6 +186,11 @@ def drive(model, x):
 def rewrite(model):
     model.load_state_dict({"weight": model.weight * 0})
 
+def settle(model, *calls):
+    for name, args in calls:
+        getattr(model, name)(*args)
+    return model(torch.ones(1, 3))
+
 def peek(model, *names):
     for name in names:
         model = getattr(model, name)
@@ -488,3 +493,15 @@ def test_a_named_tuple_keeps_its_name_and_fields_across_the_wire() -> None:
     assert got[0].emitted == {1: 2} and torch.equal(got[0].steps[1], torch.ones(2))
     with pytest.raises(wire.WireError, match="named tuple"):  # only identifiers are built
         wire.decode({"NT": ["Record", ["a b"], [1]]}, [])
+
+
+def test_a_lent_model_takes_a_call_that_changes_nothing_and_refuses_one_that_would(
+    worker: Worker,
+) -> None:
+    model = torch.nn.Linear(3, 2).eval()
+    unchanged = [("eval", ()), ("train", (False,)), ("to", ("cpu",)), ("to", (torch.float32,))]
+    call(worker, "settle", model, *unchanged)
+    for change in [("train", ()), ("to", (torch.float64,))]:
+        with pytest.raises(AttributeError, match="cannot be changed"):
+            call(worker, "settle", model, change)
+    assert not model.training and model.weight.dtype == torch.float32

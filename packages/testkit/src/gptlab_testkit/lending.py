@@ -14,7 +14,9 @@ What a candidate cannot do with a lent object: read a name that starts with "_" 
 `__class__`, `__globals__`, `__dict__`: the judge's internals stay out of reach), reach a
 module, or call what would change a lent model's weights, dtype, device, mode or hooks
 (a candidate that rewrote the reference model would move the oracle its own answer is
-compared with). Those fail in the candidate's call as AttributeError, naming the reason.
+compared with). Those fail in the candidate's call as AttributeError, naming the reason;
+`eval`, `train` and `to` are taken where they change nothing (a defensive
+`model.eval()` on a model in eval mode).
 """
 
 from __future__ import annotations
@@ -43,17 +45,52 @@ MODEL_CHANGING = frozenset(
     }
 )  # fmt: skip
 ENTERING = ("__enter__", "__exit__")
+UNCHANGED_ALLOWED = frozenset({"eval", "train", "to"})  # where the call changes nothing
 
 
 def attribute(owner: Any, name: Any, *, calling: bool = False) -> Any:
     """`owner.name`, for the candidate, within the limits above."""
     if not isinstance(name, str) or (name.startswith("_") and not (calling and name in ENTERING)):
         raise AttributeError(f"{name!r}: the grader's objects show only their public names")
+    if isinstance(owner, torch.nn.Module) and name in UNCHANGED_ALLOWED:
+        return _Unchanging(owner, name)
     if name.startswith("register_") or (
         isinstance(owner, torch.nn.Module) and name in MODEL_CHANGING
     ):
         raise AttributeError(f"{name}: a model lent by the grader cannot be changed")
     return getattr(owner, name)
+
+
+class _Unchanging:
+    """`model.eval()`, `model.train(False)`, `model.to(its own device)`: allowed where they
+    change nothing (a defensive call a faithful candidate may make), refused otherwise."""
+
+    def __init__(self, model: torch.nn.Module, name: str) -> None:
+        self._model, self._name = model, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._changes(args, kwargs):
+            return self._model
+        raise AttributeError(f"{self._name}: a model lent by the grader cannot be changed")
+
+    def _changes(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        model = self._model
+        if self._name == "eval":
+            return bool(args or kwargs) or model.training
+        if self._name == "train":
+            mode = args[0] if args else kwargs.get("mode", True)
+            return (
+                not isinstance(mode, bool)
+                or len(args) + len(kwargs) > 1
+                or any(m.training != mode for m in model.modules())
+            )
+        device, dtype, _, memory_format = torch._C._nn._parse_to(*args, **kwargs)
+        tensors = [*model.parameters(), *model.buffers()]
+        return memory_format is not None or any(
+            (device is not None and t.device != device)
+            or (dtype is not None and t.is_floating_point() and t.dtype != dtype)
+            for t in tensors
+        )
 
 
 def check_lendable(value: Any) -> None:
