@@ -493,6 +493,9 @@ def test_a_named_tuple_keeps_its_name_and_fields_across_the_wire() -> None:
     assert got[0].emitted == {1: 2} and torch.equal(got[0].steps[1], torch.ones(2))
     with pytest.raises(wire.WireError, match="named tuple"):  # only identifiers are built
         wire.decode({"NT": ["Record", ["a b"], [1]]}, [])
+    # what load_state_dict returns: a private type's name, public fields
+    keys = torch.nn.Linear(2, 2).load_state_dict(torch.nn.Linear(2, 2).state_dict())
+    assert round_trip(keys) == ([], []) and type(round_trip(keys)).__name__ == "_IncompatibleKeys"
 
 
 def test_a_lent_model_takes_a_call_that_changes_nothing_and_refuses_one_that_would(

@@ -167,8 +167,8 @@ def _named_tuple(data: Any, inner: Any) -> tuple[Any, ...]:
     valid = [f for f in (name, *fields) if isinstance(f, str) and f.isidentifier()]
     if len(valid) != len(fields) + 1 or len(fields) != len(values) or len(fields) > 256:
         raise WireError("malformed named tuple")
-    if any(keyword.iskeyword(f) or f.startswith("_") for f in (name, *fields)):
-        raise WireError("malformed named tuple")
+    if keyword.iskeyword(name) or any(keyword.iskeyword(f) or f.startswith("_") for f in fields):
+        raise WireError("malformed named tuple")  # (a type's name may: `_IncompatibleKeys`)
     if (name, fields) not in _NAMED:
         _NAMED[(name, fields)] = collections.namedtuple(name, fields)
     return _NAMED[(name, fields)](*(inner(v) for v in values))  # type: ignore[no-any-return]
