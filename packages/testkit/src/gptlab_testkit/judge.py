@@ -31,6 +31,7 @@ the testkit cannot be read (`sandbox`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pwd
 import resource
@@ -82,12 +83,7 @@ REFUSED = (
     "scheduler", "stdlib_pair", "tiny_gpt", "speculative_decoding", "conftest",
 )  # fmt: skip
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
-SAFE_ERRORS: dict[str, type[BaseException]] = {
-    e.__name__: e
-    for e in (ValueError, TypeError, RuntimeError, IndexError, KeyError, AssertionError,
-              NotImplementedError, ZeroDivisionError, AttributeError, OverflowError,
-              StopIteration)
-}  # fmt: skip
+SAFE_ERRORS: dict[str, type[BaseException]] = {**wire.ERRORS, "AssertionError": AssertionError}
 
 
 def judged(variable: str) -> bool:
@@ -114,6 +110,7 @@ def trusted() -> bool:
     return os.environ.get(TRUSTED_VARIABLE) == "1"
 
 
+@functools.cache  # the installed metadata, read once per process (each worker start asks)
 def siblings(variable: str) -> frozenset[str]:
     """This project's packages a candidate for `variable` may import: the runtime
     dependencies of its reference's distribution among them, transitively (the

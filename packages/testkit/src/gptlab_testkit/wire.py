@@ -48,6 +48,15 @@ BUILTIN_TYPES: dict[str, type] = {
 }
 
 
+# The exceptions re-raised as themselves across the wire, either way (any other arrives
+# as RuntimeError on the worker's side, RemoteError on the judge's).
+ERRORS: dict[str, type[BaseException]] = {
+    e.__name__: e
+    for e in (ValueError, TypeError, RuntimeError, IndexError, KeyError, AttributeError,
+              NotImplementedError, ZeroDivisionError, OverflowError, StopIteration)
+}  # fmt: skip
+
+
 class WireError(Exception):
     """A message that breaks the format or its bounds (the sender is not trusted)."""
 

@@ -234,13 +234,6 @@ def _lent(server: Server, ident: int, kind: str) -> JudgeObject:
     return _LENT_KINDS[kind](server, ident, kind)  # type: ignore[no-any-return]
 
 
-BUILTIN_ERRORS = {
-    e.__name__: e
-    for e in (ValueError, TypeError, RuntimeError, IndexError, KeyError, AttributeError,
-              NotImplementedError, ZeroDivisionError, OverflowError, StopIteration)
-}  # fmt: skip
-
-
 class Server:
     def __init__(self, wire: Any, refuser: Refuser, fd_in: int, fd_out: int) -> None:
         self.wire, self.refuser = wire, refuser
@@ -295,7 +288,7 @@ class Server:
             self.serve_one(reply, blobs)
         if "raised" in reply:
             name, text = (str(part) for part in reply["raised"][:2])
-            raise BUILTIN_ERRORS.get(name, RuntimeError)(text)
+            raise self.wire.ERRORS.get(name, RuntimeError)(text)
         sent = [*args, *kwargs.values()]
         for original, data in zip(sent, reply.get("after") or [], strict=False):
             if data is not None:
