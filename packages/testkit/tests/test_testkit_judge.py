@@ -508,3 +508,112 @@ def test_a_lent_model_takes_a_call_that_changes_nothing_and_refuses_one_that_wou
         with pytest.raises(AttributeError, match="cannot be changed"):
             call(worker, "settle", model, change)
     assert not model.training and model.weight.dtype == torch.float32
+
+
+MODELISH = """
+import dataclasses
+
+import torch
+from torch import nn
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    width: int = 3
+    scale: float = 1.0
+
+    def __post_init__(self):
+        if self.width < 1:
+            raise ValueError(f"width {self.width} is not positive")
+
+
+class Net(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.proj = nn.Linear(config.width, config.width, bias=False)
+        self.head = nn.Linear(config.width, config.width, bias=False)
+        self.head.weight = self.proj.weight  # tied
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.proj(x)))
+
+
+class Other:
+    pass
+
+
+def noise(n):
+    return torch.rand(n)
+"""
+
+
+@pytest.fixture
+def modelish(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from gptlab_testkit.judge import RemoteModule
+
+    path = tmp_path / "modelish.py"
+    path.write_text(MODELISH)
+    worker = Worker("TINY_GPT_MODULE", path, timeout_s=60, memory_mib=0)
+    worker.start()
+    yield RemoteModule(worker)
+    worker.stop()
+
+
+def test_a_candidates_class_is_a_type_here_and_its_dataclass_works_as_one(modelish) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    Config = modelish.Config
+    config = Config(width=2)
+    assert isinstance(config, Config) and not isinstance(modelish.Other(), Config)
+    assert isinstance(modelish.Net(config).config, Config)  # the worker names its class
+    assert [(f.name, f.default) for f in dataclasses.fields(Config)] == [
+        ("width", 3),
+        ("scale", 1.0),
+    ]
+    assert dataclasses.asdict(config) == {"width": 2, "scale": 1.0}
+    assert dataclasses.replace(config, scale=2.0).scale == 2.0 and config.scale == 1.0
+    assert config == Config(width=2) and config != Config(width=3)
+    with pytest.raises(ValueError, match="width 0"):  # replace validates again, there
+        dataclasses.replace(config, width=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.width = 4  # type: ignore[misc]
+    assert config.width == 2
+
+
+def test_a_parameter_the_test_assigns_or_writes_is_the_modules_there(modelish) -> None:  # type: ignore[no-untyped-def]
+    import copy
+
+    from gptlab_testkit.worker_facts import identity
+
+    net = modelish.Net(modelish.Config())
+    twin = copy.deepcopy(net)  # a new object in the worker
+    with torch.no_grad():
+        net.proj.weight -= net.proj.weight  # written in place: still tied, now zero
+    assert identity(net.head.weight) == identity(net.proj.weight)
+    assert torch.equal(net(torch.ones(1, 3)), torch.zeros(1, 3))
+    assert not torch.equal(twin(torch.ones(1, 3)), torch.zeros(1, 3))
+    twin.head.weight = torch.nn.Parameter(torch.eye(3))  # a new parameter: the tie is cut
+    assert identity(twin.head.weight) != identity(twin.proj.weight)
+    assert torch.equal(twin.head.weight, torch.eye(3))
+
+
+def test_the_tests_seed_seeds_the_candidates_draws_and_they_advance_its_stream(
+    modelish,  # type: ignore[no-untyped-def]
+) -> None:
+    torch.manual_seed(3)
+    drawn, after = modelish.noise(4), torch.rand(2)
+    torch.manual_seed(3)
+    assert torch.equal(drawn, torch.rand(4)) and torch.equal(after, torch.rand(2))
+
+
+def test_a_backward_goes_through_the_candidates_call_into_the_tests_tensors(modelish) -> None:  # type: ignore[no-untyped-def]
+    net = modelish.Net(modelish.Config())
+    weight = net.proj.weight.detach().clone().requires_grad_()
+    x = torch.linspace(-1, 1, 6).reshape(2, 3).requires_grad_()
+    twice = x * 2  # the test's own graph, before and after the candidate's call
+    (net(twice) ** 2).sum().backward()
+    mine = x.detach().clone().requires_grad_()
+    ((torch.tanh(mine * 2 @ weight.T) @ weight.T) ** 2).sum().backward()
+    assert x.grad is not None and torch.allclose(x.grad, mine.grad)  # type: ignore[arg-type]
+    assert torch.allclose(net.proj.weight.grad, weight.grad)  # both uses of the tied weight

@@ -12,6 +12,7 @@ from torch import nn
 from gptlab_testkit import candidate, test_device
 from gptlab_testkit.boundary import other_devices
 from gptlab_testkit.messages import what_is_wrong
+from gptlab_testkit.worker_facts import identity, is_instance
 
 tg = candidate("TINY_GPT_MODULE")
 
@@ -103,11 +104,11 @@ def test_config_fields_defaults_and_head_dim(tiny_sizes):
 @pytest.mark.owner("registration")
 def test_blocks_are_a_registered_module_list(make_model):
     model = make_model()
-    assert isinstance(model.blocks, nn.ModuleList)
+    assert is_instance(model.blocks, nn.ModuleList)
     assert len(model.blocks) == model.config.n_layers
-    registered = {id(parameter) for parameter in model.parameters()}
+    registered = {identity(parameter) for parameter in model.parameters()}
     for block in model.blocks:
-        assert all(id(parameter) in registered for parameter in block.parameters())
+        assert all(identity(parameter) in registered for parameter in block.parameters())
 
 
 @pytest.mark.owner("registration")
@@ -137,9 +138,9 @@ def test_modules_have_contract_types_and_shapes(make_model):
     assert isinstance(config, tg.GPTConfig)
     assert model.token_embedding.weight.shape == (V, C)
     assert model.position_embedding.weight.shape == (ctx, C)
-    assert isinstance(model.lm_head, nn.Linear)
+    assert is_instance(model.lm_head, nn.Linear)
     assert model.lm_head.bias is None
-    assert isinstance(model.final_norm, nn.LayerNorm)
+    assert is_instance(model.final_norm, nn.LayerNorm)
     for block in model.blocks:
         attention, mlp = block.attention, block.mlp
         assert attention.qkv_proj.weight.shape == (3 * C, C)
@@ -150,8 +151,8 @@ def test_modules_have_contract_types_and_shapes(make_model):
         assert mlp.up_proj.bias.shape == (F,)
         assert mlp.down_proj.weight.shape == (C, F)
         assert mlp.down_proj.bias.shape == (C,)
-        assert isinstance(block.attention_norm, nn.LayerNorm)
-        assert isinstance(block.mlp_norm, nn.LayerNorm)
+        assert is_instance(block.attention_norm, nn.LayerNorm)
+        assert is_instance(block.mlp_norm, nn.LayerNorm)
     norms = [model.final_norm, *(n for b in model.blocks for n in (b.attention_norm, b.mlp_norm))]
     assert all(norm.eps == 1e-3 for norm in norms)
 
@@ -169,7 +170,7 @@ def test_logits_have_shape_batch_time_vocab(make_model, make_tokens):
 @pytest.mark.owner("tying")
 def test_lm_head_weight_is_the_token_embedding_parameter(make_model):
     model = make_model()
-    assert model.lm_head.weight is model.token_embedding.weight
+    assert identity(model.lm_head.weight) == identity(model.token_embedding.weight)
 
 
 @pytest.mark.owner("tying")

@@ -46,30 +46,30 @@ from typing import Any
 
 import torch
 
-from . import lending, reaper, sandbox, wire, worker_facts
+from . import lending, reaper, remote_autograd, sandbox, wire, worker_facts
 
 JUDGE_VARIABLE = "GPTLAB_JUDGE"
 TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 # The variables graded in judge mode by default: drills of functions over tensors, plain
-# data and generators; P25, whose expert callables are lent (`lending`); and the modules
-# P14, P16 and PT06 (a handle: its outputs' gradients are carried on into the worker,
+# data and generators; P25, whose expert callables are lent (`lending`); the modules
+# P14, P16, PT06 and PT08 (a handle: gradients cross the wire both ways, `remote_autograd`;
 # parameter identity and pointers are worker-reported). The covered set is measured
 # (`known_bad --judge`): faithful candidates pass, known-bad and clause mutants fail. Left
-# out, in-process: PT08 (a gradient through the candidate's submodules back into the
-# test's own tensors: autograd does not cross the wire), the drills that hand
-# torch.compile a function (P27) or a process group (P28) to the candidate, P17 (a module
-# the test defines, handed to the candidate), and P01, whose report of data pointers
-# compares two calls' views of one tensor (each call's arguments are the worker's copies).
+# out, in-process: the drills that hand torch.compile a function (P27) or a process group
+# (P28) to the candidate, P17 (a module the test defines, handed to the candidate), and
+# P01, whose report of data pointers compares two calls' views of one tensor (each call's
+# arguments are the worker's copies).
 JUDGED_DRILLS = (
     "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
     "P14", "P15", "P16", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
-    "PT06", "PT17", "PT28",
+    "PT06", "PT08", "PT17", "PT28",
 )  # fmt: skip
-# The mechanisms judged: their objects are handles, and the reference models and test
-# recorders their tests hand them are lent (`lending`). Left out, in-process: the models
-# (tinygpt, modern_lm, cache_aware_lm), whose tests take gradients through them, copy
-# them, and read their configs as dataclasses and their parameters by identity.
+# Every mechanism, the models among them: their objects are handles (a class of the
+# candidate's module is a type of the judge's, `RemoteClass`, so dataclass configs and
+# isinstance work), and the reference models and test recorders their tests hand them
+# are lent (`lending`).
 JUDGED_MECHANISMS = (
+    "TINY_GPT_MODULE", "MODERN_LM_MODULE", "CACHE_AWARE_LM_MODULE",
     "KV_CACHE_MODULE", "PREFIX_CACHE_MODULE", "CHUNKED_PREFILL_MODULE",
     "SPECULATIVE_DECODING_MODULE", "PAGED_KV_MODULE", "SCHEDULER_MODULE",
 )  # fmt: skip
@@ -213,6 +213,9 @@ class Worker:
         self.forked_in = 0
         self.lent: OrderedDict[int, Any] = OrderedDict()  # id -> what we lent it, recent last
         self.methods: set[tuple[str, str]] = set()  # (class name, method name) seen so far
+        self.classes: dict[str, RemoteClass] = {}  # the candidate module's classes, by name
+        self.random_state: torch.Tensor | None = None  # the CPU random state the worker has
+        self.rng_shape = torch.get_rng_state().shape
 
     # -- life
     def start(self) -> None:
@@ -248,6 +251,7 @@ class Worker:
         os.close(worker_out)
         self.fd_in, self.fd_out = judge_in, judge_out
         self.generation += 1
+        self.random_state = None
         reply = self.request({"op": "load", "main": _plain_name(self.path),
                               "files": _sources(self.path)}, [])  # fmt: skip
         self.names, self.file = list(reply["names"]), str(reply.get("file") or self.path)
@@ -313,6 +317,7 @@ class Worker:
         if message.get("op") not in ("load", "fork"):  # what the test did since, carried over
             message["writes"] = _test_writes(self, blobs)
             message["grads"] = _test_gradients(self, blobs)
+            self._send_random_state(message, blobs)
         deadline = time.monotonic() + self.timeout_s if self.timeout_s > 0 else None
         try:
             wire.send(self.fd_out, message, blobs)
@@ -337,6 +342,8 @@ class Worker:
             self.stop()
             raise
         reply["_blobs"] = reply_blobs
+        if "rng" in reply:
+            self._take_random_state(reply["rng"], reply_blobs)
         refused = reply.get("refused") or []
         if refused:
             raise AssertionError(
@@ -353,19 +360,48 @@ class Worker:
             raise error_type(text)
         return reply
 
+    # One global random stream, as in one process: the test's `torch.manual_seed` seeds the
+    # candidate's initialisation, and the candidate's draws advance the test's stream.
+    def _send_random_state(self, message: dict[str, Any], blobs: list[bytes]) -> None:
+        state = torch.get_rng_state()
+        if self.random_state is None or not torch.equal(state, self.random_state):
+            message["rng"] = wire.encode(state, blobs)
+            self.random_state = state
+
+    def _take_random_state(self, data: Any, blobs: list[bytes]) -> None:
+        state = wire.decode(data, blobs)
+        if not isinstance(state, torch.Tensor) or state.shape != self.rng_shape:
+            raise wire.WireError("malformed random state")
+        torch.set_rng_state(state)
+        self.random_state = state
+
     def decode(self, data: Any, blobs: list[bytes], *, returned: bool = True) -> Any:
         generation = self.generation
 
         def facts(tensor: torch.Tensor, reported: dict[str, Any]) -> None:
             worker_facts.record(tensor, reported, self, generation, returned=returned)
 
-        return wire.decode(
-            data,
-            blobs,
-            lambda ident, kind: RemoteObject(self, ident, kind, generation),
-            facts,
-            lent=self.lent_object,
-        )
+        def handle(ident: int, kind: str, of_module_class: bool) -> RemoteObject:
+            proxy = self.class_named(kind) if of_module_class else None
+            kind_type: type[RemoteObject] = proxy if proxy is not None else RemoteObject  # type: ignore[assignment]
+            return _remote_object(kind_type, self, ident, kind, generation)
+
+        return wire.decode(data, blobs, handle, facts, lent=self.lent_object)
+
+    def class_named(self, name: str, facts: Any = None) -> RemoteClass | None:
+        """The judge's stand-in type for the candidate module's class `name` (made once,
+        from what the worker reports of it: `facts`, or asked now)."""
+        if name in self.classes:
+            return self.classes[name]
+        if not name.isidentifier() or name not in self.names:
+            return None
+        if facts is None:
+            reply = self.request({"op": "getattr", "handle": None, "name": name}, [])
+            facts = reply.get("class")
+        if not isinstance(facts, dict):
+            return None
+        self.classes[name] = _remote_class(self, name, facts)
+        return self.classes[name]
 
     def lent_object(self, data: dict[str, Any]) -> Any:
         """A `{"j": id}` from the worker: one of our objects we lent it, and nothing else."""
@@ -383,6 +419,8 @@ class Worker:
             return {"h": value._ident, "kind": value._kind}
         if isinstance(value, RemoteCallable) and value._worker is self and value._name:
             return {"p": value._name}
+        if isinstance(value, RemoteClass) and value._worker is self:
+            return {"p": value._path}
         if isinstance(value, RemoteObject | RemoteCallable | RemoteModule):
             raise TypeError("cannot send another candidate's object to this candidate's worker")
         if type(value) is object:
@@ -524,8 +562,11 @@ def _call_worker(
     forbid = sorted({_torch_name(f) for mode in guards for f in mode.forbidden})
     blobs: list[bytes] = []
     bases, shared = _shared_memory([*args, *kwargs.values()])
+    through = remote_autograd.inputs_requiring_grad(args, kwargs)
 
     def refs(tensor: torch.Tensor) -> list[Any] | None:
+        if through and tensor.requires_grad:  # by value: a leaf there that collects its grad
+            return None
         return shared(tensor) or worker_facts.reference(tensor, worker)
 
     message = {
@@ -549,7 +590,10 @@ def _call_worker(
     counts = [reply.get("calls") or 0, reply.get("largest") or 0]
     if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
         raise wire.WireError("malformed call count")
-    return worker.decode(reply["value"], reply_blobs), counts[0], counts[1]
+    value = worker.decode(reply["value"], reply_blobs)
+    if through:  # the test's backward goes on through the call into its own tensors
+        value = remote_autograd.connect(worker, value, through)
+    return value, counts[0], counts[1]
 
 
 def _test_writes(worker: Worker, blobs: list[bytes]) -> list[Any]:
@@ -713,11 +757,28 @@ class RemoteObject:
             return _Method(self, name)
         reply = self._worker.request({"op": "getattr", "handle": self._ident, "name": name}, [])
         value = self._worker.decode(reply["value"], reply.pop("_blobs"))
-        if isinstance(value, RemoteObject):
-            if reply.get("method") is True:
-                self._worker.methods.add((self._kind, name))
+        if isinstance(value, RemoteObject) and reply.get("method") is True:
+            self._worker.methods.add((self._kind, name))
             return _Bound(self, name, value)
         return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):  # the proxy's own
+            object.__setattr__(self, name, value)
+            return
+        self._live()
+        serial = worker_facts.serial_of(value, self._worker)
+        if serial is not None:  # the worker's own tensor (a parameter the test wrote into)
+            message = {"op": "setattr", "handle": self._ident, "name": name, "serial": serial}
+            self._worker.request(message, [])
+        else:
+            self._protocol("__setattr__", name, value)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self._protocol("__deepcopy__")
+
+    def __copy__(self) -> Any:
+        return self._protocol("__copy__")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._live()
@@ -763,6 +824,95 @@ class RemoteObject:
 
     def __repr__(self) -> str:
         return f"<candidate {self._kind} (in the worker)>"
+
+
+def _remote_object(
+    kind: type[RemoteObject], worker: Worker, ident: int, name: str, generation: int
+) -> RemoteObject:
+    """An instance of `kind` (RemoteObject or a class's stand-in type) that is not built
+    by calling the type (a stand-in type's call builds a new object in the worker)."""
+    value = object.__new__(kind)
+    RemoteObject.__init__(value, worker, ident, name, generation)
+    return value
+
+
+class RemoteClass(type):
+    """The judge's stand-in for a class of the candidate's module, a type of its own: a
+    call builds an instance in the worker, whose handle is an instance of this type;
+    isinstance asks the worker (worker-reported); a dataclass shows its fields (so
+    `dataclasses.fields`, `replace`, `asdict` and `astuple` work on its instances)."""
+
+    _worker: Worker
+    _path: str
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _call(cls._worker, None, cls._path, args, kwargs)
+
+    def __instancecheck__(cls, value: Any) -> bool:
+        if not isinstance(value, RemoteObject) or value._worker is not cls._worker:
+            return False
+        if type(value) is cls:  # the worker named this very class as its type
+            return True
+        value._live()
+        message = {"op": "isa", "handle": value._ident, "cls": cls._path}
+        return cls._worker.request(message, [])["value"] is True
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        path = f"{cls._path}.{name}"  # a classmethod, a class attribute
+        reply = cls._worker.request({"op": "getattr", "handle": None, "name": path}, [])
+        value = cls._worker.decode(reply["value"], reply.pop("_blobs"))
+        return RemoteCallable(cls._worker, None, path) if isinstance(value, RemoteObject) else value
+
+    @property
+    def __signature__(cls) -> Any:
+        return _signature(cls._worker, None, cls._path)
+
+    def __repr__(cls) -> str:
+        return f"<candidate class {cls._path} (in the worker)>"
+
+
+def _remote_class(worker: Worker, name: str, facts: dict[str, Any]) -> RemoteClass:
+    namespace: dict[str, Any] = {"_worker": worker, "_path": name, "__module__": "candidate"}
+    rows = facts.get("fields")
+    if isinstance(rows, list) and len(rows) <= 256:
+        namespace.update(_dataclass_namespace(name, rows, facts.get("frozen") is True))
+    return RemoteClass(name, (RemoteObject,), namespace)
+
+
+def _dataclass_namespace(name: str, rows: list[Any], frozen: bool) -> dict[str, Any]:
+    """The dataclass machinery of a stand-in type: its fields as the worker reported
+    them (a plain default as itself) and equality and hashing asked of the worker."""
+    import dataclasses
+
+    fields = []
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 4 or not str(row[0]).isidentifier():
+            raise wire.WireError("malformed dataclass field")
+        field_name, init, known, default = row
+        if not isinstance(default, bool | int | float | str | None):
+            raise wire.WireError("malformed dataclass field")
+        spec = dataclasses.field(init=init is True)
+        if known is True:
+            spec = dataclasses.field(init=init is True, default=default)
+        fields.append((str(field_name), Any, spec))
+    shape = dataclasses.make_dataclass(name, fields, frozen=frozen, kw_only=True)
+
+    def __eq__(self: RemoteObject, other: Any) -> Any:  # noqa: N807
+        if not isinstance(other, RemoteObject) or other._worker is not self._worker:
+            return NotImplemented
+        return bool(self._protocol("__eq__", other))
+
+    def __hash__(self: RemoteObject) -> int:  # noqa: N807
+        return int(self._protocol("__hash__"))
+
+    return {
+        "__dataclass_fields__": shape.__dataclass_fields__,  # type: ignore[attr-defined]
+        "__dataclass_params__": shape.__dataclass_params__,  # type: ignore[attr-defined]
+        "__eq__": __eq__,
+        "__hash__": __hash__,
+    }
 
 
 class _Bound(RemoteObject):
@@ -811,6 +961,8 @@ class RemoteModule:
         reply = self._worker.request({"op": "getattr", "handle": None, "name": name}, [])
         value = self._worker.decode(reply["value"], reply.pop("_blobs"))
         if isinstance(value, RemoteObject):
+            if isinstance(reply.get("class"), dict):
+                return self._worker.class_named(name, reply["class"])
             return RemoteCallable(self._worker, None, name)
         return value
 

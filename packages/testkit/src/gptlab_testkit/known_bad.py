@@ -301,6 +301,15 @@ class Faithful:
     def env(self) -> dict[str, str]:
         return {variable: str(path.resolve()) for variable, path in self.modules.items()}
 
+    @property
+    def edits_reference(self) -> bool:
+        """Built as an edit of the reference (`gptlab_testkit.mutants`), as the known-bad
+        fixtures are: its worker, like theirs, may import the project (`judge.trusted`)."""
+        return any(
+            "gptlab_testkit.mutants" in path.read_text(encoding="utf-8")
+            for path in self.modules.values()
+        )
+
 
 def read_faithful(path: Path) -> Faithful:
     """A good_*.py file (declaring VARIABLE) or a seed-style attempt folder."""
@@ -558,7 +567,7 @@ def main(argv: list[str]) -> int:
     must_pass: list[tuple[str, Start, int]] = []
     for good in faithful:
         files = selected_files(root, set(good.modules))
-        start = _run(files, good.env, "contract", "in-process")
+        start = _run(files, good.env, "contract", "in-process", trusted=good.edits_reference)
         must_pass.append((f"faithful {good.path.name} on {len(files)} files", start, len(files)))
     must_fail: list[tuple[KnownBad, Start, int]] = []
     for candidate in candidates:

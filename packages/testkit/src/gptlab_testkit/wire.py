@@ -20,6 +20,7 @@ This module imports only the standard library and torch: the worker loads it by 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import keyword
 import os
@@ -53,7 +54,8 @@ BUILTIN_TYPES: dict[str, type] = {
 ERRORS: dict[str, type[BaseException]] = {
     e.__name__: e
     for e in (ValueError, TypeError, RuntimeError, IndexError, KeyError, AttributeError,
-              NotImplementedError, ZeroDivisionError, OverflowError, StopIteration)
+              NotImplementedError, ZeroDivisionError, OverflowError, StopIteration,
+              dataclasses.FrozenInstanceError)
 }  # fmt: skip
 
 
@@ -112,6 +114,8 @@ def encode(
             extra["stride"] = stride
         if offset:
             extra["offset"] = offset
+        if isinstance(value, torch.nn.Parameter):  # a module takes only a Parameter as one
+            extra["param"] = 1
         if value.requires_grad:
             extra["grad"] = 1
             if value.is_leaf and value.grad is not None:  # a parameter's gradient goes with it
@@ -252,7 +256,7 @@ def decode(
     `encode`); without them such values are malformed. `generators`: those made so far."""
     if data is None or isinstance(data, bool | int | float | str):
         return data
-    if not isinstance(data, dict) or len(data) not in (1, 2):
+    if not isinstance(data, dict) or len(data) not in (1, 2, 3):
         raise WireError("malformed value")
 
     generators = [] if generators is None else generators
@@ -315,7 +319,8 @@ def decode(
     if "h" in data:
         if handle is None:
             raise WireError("unexpected handle")
-        return handle(int(data["h"]), str(data.get("kind", "object")))
+        # "cls": its type is the candidate module's attribute of that name (`kind`)
+        return handle(int(data["h"]), str(data.get("kind", "object")), data.get("cls") == 1)
     raise WireError("unknown value kind")
 
 
@@ -376,8 +381,9 @@ FACT_KEYS = frozenset({"id", "ptr", "base", "off", "stride", "contig", "nbytes",
 
 def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     """A tensor spec: [blob, dtype, shape, device] and, optionally, a dict of `facts` (what
-    the worker reports), `stride` (the layout travelled as is), `grad` (requires grad) and
-    `inf` (an inference tensor) and `offset` (its storage offset, with `stride`)."""
+    the worker reports), `stride` (the layout travelled as is), `grad` (requires grad),
+    `gv` (its .grad), `param` (an nn.Parameter), `inf` (an inference tensor) and `offset`
+    (its storage offset, with `stride`)."""
     if not isinstance(spec, list) or len(spec) not in (4, 5):
         raise WireError("malformed tensor")
     extra = spec[4] if len(spec) == 5 else {}
@@ -388,6 +394,7 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
         "inf",
         "offset",
         "gv",
+        "param",
     }:
         raise WireError("malformed tensor")
     stride = _ints(extra["stride"], "strides") if "stride" in extra else None
@@ -397,6 +404,9 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     if offset and stride is None:
         raise WireError("a storage offset without strides")
     tensor = _untensor_plain(spec[:4], blobs, stride, extra.get("inf") == 1, offset)
+    if extra.get("param") == 1:
+        grad = extra.get("grad") == 1 and tensor.is_floating_point()
+        tensor = torch.nn.Parameter(tensor, requires_grad=grad)
     if extra.get("grad") == 1 and tensor.is_floating_point():
         tensor.requires_grad_(True)
         if "gv" in extra:

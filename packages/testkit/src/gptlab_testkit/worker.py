@@ -27,6 +27,7 @@ current values (`read`) and fingerprints an object's whole state (`state`).
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.abc
 import importlib.util
 import os
@@ -246,6 +247,9 @@ class Server:
         if isinstance(value, JudgeObject):  # the judge's own object, going home
             return {"j": value._ident, "kind": value._kind}
         self.objects[id(value)] = value
+        name = type(value).__name__
+        if getattr(self.module, name, None) is type(value):  # a class of the candidate's
+            return {"h": id(value), "kind": name, "cls": 1}  # module: the judge's proxy type
         return {"h": id(value), "kind": type(value).__qualname__}
 
     def lent(self, data: dict[str, Any]) -> Any:
@@ -260,7 +264,7 @@ class Server:
         return self.wire.decode(
             data,
             blobs,
-            lambda ident, kind: self.objects[ident],
+            lambda ident, kind, cls: self.objects[ident],
             view=view or self.sent.view,
             lent=self.lent,
         )
@@ -310,13 +314,22 @@ class Server:
             self.serve_one(*self.wire.receive(self.fd_in))
 
     def serve_one(self, message: dict[str, Any], blobs: list[bytes]) -> None:
+        import torch
+
+        if "rng" in message:  # the judge's random state: one stream, as in one process
+            torch.set_rng_state(self.wire.decode(message["rng"], blobs))
+        before = torch.get_rng_state()
         try:
-            self.answer(*self.dispatch(message, blobs))
+            reply, out = self.dispatch(message, blobs)
         except self.wire.WireError:
             raise
         except BaseException as error:  # the candidate's exception, reported by name
-            self.answer({"raised": [type(error).__name__, str(error)[:2000],
-                                    traceback.format_exc()[-3000:]]})  # fmt: skip
+            reply, out = {"raised": [type(error).__name__, str(error)[:2000],
+                                     traceback.format_exc()[-3000:]]}, []  # fmt: skip
+        after = torch.get_rng_state()
+        if not torch.equal(before, after):  # the candidate drew: the judge's stream moves on
+            reply["rng"] = self.wire.encode(after, out)
+        self.answer(reply, out)
 
     def dispatch(
         self, message: dict[str, Any], blobs: list[bytes]
@@ -336,21 +349,40 @@ class Server:
             value = _attribute(owner, message["name"])
             # a method of the object's class: the judge may call it later without asking
             method = getattr(value, "__self__", None) is owner and callable(value)
-            return {"value": self.encode(value, out), "method": method}, out
+            reply = {"value": self.encode(value, out), "method": method}
+            if isinstance(value, type):  # the judge makes a class a type of its own
+                reply["class"] = _class_facts(value)
+            return reply, out
+        if op == "setattr":  # the test assigns one of our own tensors (a parameter it wrote)
+            tensor = self.sent.tensors.get(int(message["serial"]))
+            if tensor is None:
+                raise ValueError("a tensor the worker no longer holds")
+            setattr(owner, str(message["name"]), tensor)
+            return {"value": None}, out
         if op == "call":
             return self.call(owner, message, blobs)
+        if op == "vjp":  # the test's backward through one of our calls
+            return {"value": self.wire.encode(self.vjp(message, blobs), out)}, out
         if op == "state":
             return {"value": self.encode(plain_state(owner), out, handles=False)}, out
-        if op == "isa":  # isinstance(owner, torch.X), asked by the judge
-            return {"value": isinstance(owner, _torch_class(str(message["cls"])))}, out
+        if op == "isa":  # isinstance(owner, torch.X or a class of the candidate's module)
+            path = str(message["cls"])
+            cls = _torch_class(path) if path.startswith("torch.") else self._class(path)
+            return {"value": isinstance(owner, cls)}, out
         if op == "signature":
             return {"value": _parameters(_attribute(owner, str(message["name"])))}, out
         raise ValueError(f"unknown request {op!r}")
 
+    def _class(self, name: str) -> type:
+        value = _attribute(self.module, name)
+        if not isinstance(value, type):
+            raise TypeError(f"{name} is not a class")
+        return value
+
     def backward(self, grads: list[Any], blobs: list[bytes]) -> None:
         """The gradient the test's backward left on its copy of one of our tensors,
         carried on through ours: in one process the test's backward would have gone on
-        into the candidate's graph (its parameters' .grad)."""
+        into the candidate's graph (its parameters' .grad). `grads`: [serial, gradient]."""
         import torch
 
         pairs = [(self.sent.tensors.get(serial), self.value(data, blobs)) for serial, data in grads]
@@ -361,6 +393,21 @@ class Server:
             with torch.enable_grad():
                 tensors, gradients = zip(*pairs, strict=True)
                 torch.autograd.backward(list(tensors), list(gradients), retain_graph=True)
+
+    def vjp(self, message: dict[str, Any], blobs: list[bytes]) -> list[Any]:
+        """Our backward from the gradients of a call's outputs (`backward`), returning the
+        gradients that our copies of its tensor inputs received."""
+        inputs = [self.sent.tensors.get(serial) for serial in message.get("inputs") or []]
+        kept = [None if t is None else t.grad for t in inputs]
+        for tensor in inputs:
+            if tensor is not None:
+                tensor.grad = None
+        self.backward(message.get("outputs") or [], blobs)
+        found = [None if t is None else t.grad for t in inputs]
+        for tensor, grad in zip(inputs, kept, strict=True):
+            if tensor is not None:
+                tensor.grad = grad
+        return found
 
     def fork(self, message: dict[str, Any]) -> Reply:
         """A copy of this worker, candidate imported, for a forked test process: it talks
@@ -513,8 +560,31 @@ def _special(owner: Any, name: str) -> Any:
         "__bool__": lambda: bool(owner),
         "__getitem__": lambda key: owner[key],
         "__setitem__": lambda key, value: owner.__setitem__(key, value),
+        "__setattr__": lambda name, value: setattr(owner, name, value),
+        "__eq__": lambda other: owner == other,
+        "__hash__": lambda: hash(owner),
+        "__deepcopy__": lambda: copy.deepcopy(owner),
+        "__copy__": lambda: copy.copy(owner),
     }
     return protocols.get(name)
+
+
+def _class_facts(cls: type) -> dict[str, Any]:
+    """What the judge's stand-in type for a class shows: its name and, for a dataclass,
+    each field as [name, init, has a default, the default where it is plain data]."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(cls):
+        return {"name": cls.__name__}
+    rows = []
+    for field in dataclasses.fields(cls):
+        default = field.default
+        if default is dataclasses.MISSING and field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        plain = isinstance(default, bool | int | float | str | None)  # else shown as none
+        rows.append([field.name, bool(field.init), plain, default if plain else None])
+    params = getattr(cls, "__dataclass_params__", None)
+    return {"name": cls.__name__, "fields": rows, "frozen": bool(getattr(params, "frozen", 0))}
 
 
 def _torch_class(path: str) -> Any:

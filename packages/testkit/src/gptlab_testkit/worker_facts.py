@@ -83,6 +83,13 @@ def adopt(argument: Tensor, facts: Facts) -> None:
     _keep(replace(facts, copy=argument, version=_version(argument), returned=False))
 
 
+def rebind(copy: Tensor, alias: Tensor) -> None:
+    """`alias` (same memory) stands for the returned `copy` from now on: it has its facts."""
+    found = facts_of(copy, arguments=False)
+    if found is not None and found[0].copy is copy:
+        _keep(replace(found[0], copy=alias, version=_version(alias)))
+
+
 def written_by_worker(view: Tensor) -> None:
     """The judge mirrored the worker's write into a view it sent by reference: the copy
     still matches the worker's memory (not a write of the test's)."""
@@ -196,6 +203,15 @@ def facts_of(tensor: Tensor, *, arguments: bool = True) -> tuple[Facts, int] | N
     if facts is None:
         return None
     return facts, int(tensor.storage_offset()) - int(facts.copy.storage_offset())
+
+
+def serial_of(value: Any, worker: Any) -> int | None:
+    """The serial of `worker`'s tensor whose copy `value` is (a parameter it returned), or
+    None: assigning the copy to a module of the worker's assigns that very tensor there."""
+    found = facts_of(value, arguments=False) if isinstance(value, Tensor) else None
+    if found is None or found[0].copy is not value or found[0].worker is not worker:
+        return None
+    return found[0].serial if found[0].generation == worker.generation else None
 
 
 def identity(tensor: Tensor) -> tuple[Any, ...]:
