@@ -545,6 +545,18 @@ class Other:
 
 def noise(n):
     return torch.rand(n)
+
+
+class Engine:
+    def __init__(self):
+        self.steps = 0
+
+    def step(self):
+        self.steps += 1
+        return self.steps
+
+    def run(self, n):
+        return [self.step() for _ in range(n)]
 """
 
 
@@ -617,3 +629,18 @@ def test_a_backward_goes_through_the_candidates_call_into_the_tests_tensors(mode
     ((torch.tanh(mine * 2 @ weight.T) @ weight.T) ** 2).sum().backward()
     assert x.grad is not None and torch.allclose(x.grad, mine.grad)  # type: ignore[arg-type]
     assert torch.allclose(net.proj.weight.grad, weight.grad)  # both uses of the tied weight
+
+
+def test_a_method_the_test_wraps_is_wrapped_in_the_worker_and_unwrapped_again(modelish) -> None:  # type: ignore[no-untyped-def]
+    engine = modelish.Engine()
+    original = engine.step  # read before the wrapper: it stays the class's method
+    calls: list[int] = []
+
+    def counted() -> object:
+        calls.append(1)
+        return original()
+
+    engine.step = counted  # the engine's own loop now meets the wrapper (lent to it)
+    assert engine.run(2) == [1, 2] and len(calls) == 2
+    del engine.step
+    assert engine.run(1) == [3] and len(calls) == 2 and engine.step() == 4

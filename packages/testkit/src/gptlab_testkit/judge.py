@@ -413,7 +413,9 @@ class Worker:
 
     def reference_of(self, value: Any) -> dict[str, Any]:
         """How `value`, which cannot travel by value, is sent to this worker: its own object
-        by handle, a test's bare `object()` as a stand-in, anything else of ours lent."""
+        by handle, a test's bare `object()` as a stand-in, anything else of ours lent
+        (another candidate's object too: a folder's model handed to its speculative
+        decoder, whose calls go through the judge to that model's worker)."""
         if isinstance(value, RemoteObject) and value._worker is self:
             value._live()
             return {"h": value._ident, "kind": value._kind}
@@ -421,8 +423,6 @@ class Worker:
             return {"p": value._name}
         if isinstance(value, RemoteClass) and value._worker is self:
             return {"p": value._path}
-        if isinstance(value, RemoteObject | RemoteCallable | RemoteModule):
-            raise TypeError("cannot send another candidate's object to this candidate's worker")
         if type(value) is object:
             return {"o": "object"}
         lending.check_lendable(value)
@@ -767,12 +767,21 @@ class RemoteObject:
             object.__setattr__(self, name, value)
             return
         self._live()
+        self._worker.methods.discard((self._kind, name))  # read it again from now on
         serial = worker_facts.serial_of(value, self._worker)
         if serial is not None:  # the worker's own tensor (a parameter the test wrote into)
             message = {"op": "setattr", "handle": self._ident, "name": name, "serial": serial}
             self._worker.request(message, [])
         else:
             self._protocol("__setattr__", name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name.startswith("_"):
+            object.__delattr__(self, name)
+            return
+        self._live()
+        self._worker.methods.discard((self._kind, name))
+        self._protocol("__delattr__", name)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         return self._protocol("__deepcopy__")
@@ -916,20 +925,18 @@ def _dataclass_namespace(name: str, rows: list[Any], frozen: bool) -> dict[str, 
 
 
 class _Bound(RemoteObject):
-    """An attribute of a remote object that is itself remote (a method, a submodule)."""
+    """A method of a remote object, read from it: the worker's bound method, called as it
+    is (a later assignment to the same name does not change what this calls)."""
 
     def __init__(self, owner: RemoteObject, name: str, value: RemoteObject) -> None:
         super().__init__(value._worker, value._ident, value._kind, value._generation)
         self._owner, self._attr = owner, name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self._owner._live()
-        return _call(self._worker, self._owner._ident, self._attr, args, kwargs)
-
 
 class _Method:
     """`obj.name` for a name the worker reported as a method of obj's class: called in the
-    worker as `obj.name(...)`, looked up there at call time (half the round trips)."""
+    worker as that class's method bound to obj (half the round trips); an assignment to
+    `obj.name` through the judge makes the name an attribute again (`__setattr__`)."""
 
     def __init__(self, owner: RemoteObject, name: str) -> None:
         self._owner, self._name = owner, name
@@ -937,7 +944,8 @@ class _Method:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._owner._live()
-        return _call(self._owner._worker, self._owner._ident, self._name, args, kwargs)
+        method = f"{_CLASS_METHOD}{self._name}"
+        return _call(self._owner._worker, self._owner._ident, method, args, kwargs)
 
     @property
     def __signature__(self) -> Any:
@@ -966,6 +974,8 @@ class RemoteModule:
             return RemoteCallable(self._worker, None, name)
         return value
 
+
+_CLASS_METHOD = "\0class:"  # a call's name prefix: the class's method, bound to the object
 
 _WORKERS: list[Worker] = []
 
