@@ -370,7 +370,8 @@ class Worker:
 
     def _take_random_state(self, data: Any, blobs: list[bytes]) -> None:
         state = wire.decode(data, blobs)
-        if not isinstance(state, torch.Tensor) or state.shape != self.rng_shape:
+        valid = isinstance(state, torch.Tensor) and state.dtype == torch.uint8
+        if not valid or state.shape != self.rng_shape:
             raise wire.WireError("malformed random state")
         torch.set_rng_state(state)
         self.random_state = state
