@@ -644,3 +644,15 @@ def test_a_method_the_test_wraps_is_wrapped_in_the_worker_and_unwrapped_again(mo
     assert engine.run(2) == [1, 2] and len(calls) == 2
     del engine.step
     assert engine.run(1) == [3] and len(calls) == 2 and engine.step() == 4
+
+
+def test_a_write_into_a_workers_tensor_waits_for_that_workers_next_call(
+    worker: Worker,
+    modelish,  # type: ignore[no-untyped-def]
+) -> None:
+    net = modelish.Net(modelish.Config())
+    with torch.no_grad():
+        for parameter in net.parameters():  # a module's walk: its items in one message
+            parameter.zero_()
+    assert torch.equal(call(worker, "double", torch.ones(2)), torch.full((2,), 2.0))  # type: ignore[arg-type]
+    assert torch.equal(net(torch.ones(1, 3)), torch.zeros(1, 3))

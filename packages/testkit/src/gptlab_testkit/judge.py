@@ -378,6 +378,7 @@ class Worker:
 
     def decode(self, data: Any, blobs: list[bytes], *, returned: bool = True) -> Any:
         generation = self.generation
+        worker_facts.begin_message()
 
         def facts(tensor: torch.Tensor, reported: dict[str, Any]) -> None:
             worker_facts.record(tensor, reported, self, generation, returned=returned)

@@ -71,6 +71,11 @@ class WireClosedError(WireError):
     pass
 
 
+class Drained(list[Any]):
+    """The items of an iterator, read at once by the sender (a module's `parameters()`):
+    an iterator over them on the other side."""
+
+
 class Handle:
     """An object living in the worker, named by its id there (and its type, for messages)."""
 
@@ -134,6 +139,8 @@ def encode(
     if isinstance(value, tuple) and _named_fields(type(value)) is not None:
         fields = _named_fields(type(value))
         return {"NT": [type(value).__name__[:100], fields, [inner(v) for v in value]]}
+    if isinstance(value, Drained):
+        return {"I": [inner(v) for v in value]}
     if isinstance(value, tuple | list):
         return {"T" if isinstance(value, tuple) else "L": [inner(v) for v in value]}
     if isinstance(value, dict):
@@ -294,6 +301,8 @@ def decode(
         return type(str(data["o"])[:100], (), {})()
     if "L" in data:
         return [inner(v) for v in _list(data["L"])]
+    if "I" in data:
+        return iter([inner(v) for v in _list(data["I"])])
     if "D" in data:
         return {inner(k): inner(v) for k, v in _pairs(data["D"])}
     if "dt" in data:

@@ -476,6 +476,8 @@ class Server:
             if mode is not None:
                 stack.enter_context(mode)
             result = target(*args, **kwargs)
+        if _module_walk(result, owner, name):  # a walk of a module: its items in one reply
+            result = self.wire.Drained(result)
         out: list[bytes] = []
         after = [self._after(value, out, before) for value in [*args, *kwargs.values()]]
         reply = {"value": self.encode(result, out), "after": after}
@@ -552,6 +554,22 @@ def _tensors(value: Any, depth: int = 0) -> list[Any]:
         items = value.values() if isinstance(value, dict) else value
         return [t for item in items for t in _tensors(item, depth + 1)]
     return []
+
+
+def _module_walk(value: Any, owner: Any, name: Any) -> bool:
+    """A generator of torch.nn.Module's own (`parameters()`, `named_modules()`...) or an
+    iterator over a module container (`iter(model.blocks)`): it only reads the module,
+    so its items may be sent at once instead of one round trip each."""
+    import types
+
+    import torch
+
+    if name == "__iter__" and isinstance(owner, torch.nn.Module):
+        return True
+    code = getattr(value, "gi_code", None) if isinstance(value, types.GeneratorType) else None
+    return code is not None and code.co_filename.replace("\\", "/").endswith(
+        "torch/nn/modules/module.py"
+    )
 
 
 def _special(owner: Any, name: str) -> Any:

@@ -27,9 +27,18 @@ from torch import Tensor
 KEEP = 16384  # recorded copies, and at most KEEP_BYTES of them (the worker keeps as many
 KEEP_BYTES = 256 * 1024 * 1024  # of its tensors alive: worker.Sent)
 WORKER_REPORTED = " (worker-reported)"
-WRITE_WINDOW = 64  # the recent copies checked for the test's writes and gradients per call
-_RECENT: deque[list[Any]] = deque(maxlen=WRITE_WINDOW)  # [copy, returned, version seen]
-_RECENT_GRAD: deque[Tensor] = deque(maxlen=WRITE_WINDOW)
+# The copies checked for the test's writes and gradients before each call: those of the
+# last WRITE_WINDOW messages that carried tensors (a module's parameters come in one).
+WRITE_WINDOW = 64
+_RECENT: deque[list[list[Any]]] = deque([[]], maxlen=WRITE_WINDOW)  # [copy, returned, version]
+_RECENT_GRAD: deque[list[Tensor]] = deque([[]], maxlen=WRITE_WINDOW)
+
+
+def begin_message() -> None:
+    """The copies recorded from now on came in one new message (`judge.Worker.decode`)."""
+    for window in (_RECENT, _RECENT_GRAD):
+        if window[-1]:
+            window.append([])
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,7 +84,7 @@ def record(tensor: Tensor, reported: dict[str, Any], worker: Any, generation: in
     _keep(facts)
     if tensor.requires_grad:
         arrived_with_gradient(tensor)
-        _RECENT_GRAD.append(tensor)
+        _RECENT_GRAD[-1].append(tensor)
 
 
 def adopt(argument: Tensor, facts: Facts) -> None:
@@ -100,19 +109,21 @@ def written_by_worker(view: Tensor) -> None:
 
 def written_by_test(worker: Any) -> list[Facts]:
     """The tensors of `worker` whose copy here the test wrote into since it was recorded
-    (among the WRITE_WINDOW most recently recorded); recorded again as written, since
+    (among those of the WRITE_WINDOW last messages); recorded again as written, since
     the judge writes them through to the worker before its next call (`judge`)."""
     found: dict[int, Facts] = {}
-    for entry in list(_RECENT):
+    for entry in [entry for message in _RECENT for entry in message]:
         copy, returned, version = entry
         if _version(copy) == version:
             continue  # unwritten since recorded: the common case, decided cheaply
-        entry[2] = _version(copy)
         table = _BY_STORAGE if returned else _BY_OBJECT
         facts = table.get(_storage_key(copy) if returned else id(copy))
+        if facts is not None and facts.copy is copy and facts.worker is not worker:
+            continue  # another worker's copy: its own next request carries the write
+        entry[2] = _version(copy)
         if facts is None or facts.copy is not copy or id(copy) in found:
             continue
-        if facts.worker is not worker or facts.generation != worker.generation:
+        if facts.generation != worker.generation:
             continue
         if _version(copy) != facts.version:
             found[id(copy)] = facts
@@ -136,10 +147,10 @@ def arrived_with_gradient(copy: Tensor) -> None:
 
 def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
     """What the test's backward added to the .grad of its copies of `worker`'s tensors
-    (the WRITE_WINDOW most recent that require grad) since they arrived or since last
+    (of the WRITE_WINDOW last messages, that require grad) since they arrived or since last
     asked: (serial, gradient) pairs."""
     found = []
-    for copy in list(_RECENT_GRAD):
+    for copy in [copy for message in _RECENT_GRAD for copy in message]:
         facts = _BY_STORAGE.get(_storage_key(copy))
         if facts is None or facts.copy is not copy:
             continue
@@ -159,7 +170,7 @@ def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
 def _keep(facts: Facts) -> None:
     tensor = facts.copy
     if facts.version >= 0 and tensor.device.type != "meta":  # a write the test may make
-        _RECENT.append([tensor, facts.returned, facts.version])
+        _RECENT[-1].append([tensor, facts.returned, facts.version])
     if facts.returned:
         table, key = _BY_STORAGE, _storage_key(tensor)
     else:
