@@ -378,7 +378,6 @@ class Worker:
 
     def decode(self, data: Any, blobs: list[bytes], *, returned: bool = True) -> Any:
         generation = self.generation
-        worker_facts.begin_message()
 
         def facts(tensor: torch.Tensor, reported: dict[str, Any]) -> None:
             worker_facts.record(tensor, reported, self, generation, returned=returned)
@@ -388,7 +387,12 @@ class Worker:
             kind_type: type[RemoteObject] = proxy if proxy is not None else RemoteObject  # type: ignore[assignment]
             return _remote_object(kind_type, self, ident, kind, generation)
 
-        return wire.decode(data, blobs, handle, facts, lent=self.lent_object)
+        walk = isinstance(data, dict) and "I" in data  # a module's walk, in one message
+        worker_facts.walking(walk)
+        try:
+            return wire.decode(data, blobs, handle, facts, lent=self.lent_object)
+        finally:
+            worker_facts.walking(False)
 
     def class_named(self, name: str, facts: Any = None) -> RemoteClass | None:
         """The judge's stand-in type for the candidate module's class `name` (made once,

@@ -27,18 +27,39 @@ from torch import Tensor
 KEEP = 16384  # recorded copies, and at most KEEP_BYTES of them (the worker keeps as many
 KEEP_BYTES = 256 * 1024 * 1024  # of its tensors alive: worker.Sent)
 WORKER_REPORTED = " (worker-reported)"
-# The copies checked for the test's writes and gradients before each call: those of the
-# last WRITE_WINDOW messages that carried tensors (a module's parameters come in one).
+# The copies checked for the test's writes and gradients before each call: the last
+# WRITE_WINDOW recorded, and every copy of the last module walk (`parameters()`: its items
+# come in one message, and a test may write each of them before its next call).
 WRITE_WINDOW = 64
-_RECENT: deque[list[list[Any]]] = deque([[]], maxlen=WRITE_WINDOW)  # [copy, returned, version]
-_RECENT_GRAD: deque[list[Tensor]] = deque([[]], maxlen=WRITE_WINDOW)
+WALK_LIMIT = 4096
+_RECENT: deque[list[Any]] = deque(maxlen=WRITE_WINDOW)  # [copy, returned, version seen]
+_RECENT_GRAD: deque[Tensor] = deque(maxlen=WRITE_WINDOW)
+_WALK: dict[str, list[Any]] = {"recent": [], "grad": []}  # the same, for the last walk
+_WALKING = {"now": False}
 
 
-def begin_message() -> None:
-    """The copies recorded from now on came in one new message (`judge.Worker.decode`)."""
-    for window in (_RECENT, _RECENT_GRAD):
-        if window[-1]:
-            window.append([])
+def walking(now: bool) -> None:
+    """True: the copies recorded until False come from a module's walk and replace the
+    last walk's (`judge.Worker.decode`)."""
+    _WALKING["now"] = now
+    if now:
+        _WALK["recent"], _WALK["grad"] = [], []
+
+
+def _recently_recorded() -> list[list[Any]]:
+    return [*_WALK["recent"], *_RECENT]
+
+
+def _remember(entry: list[Any]) -> None:
+    _RECENT.append(entry)
+    if _WALKING["now"] and len(_WALK["recent"]) < WALK_LIMIT:
+        _WALK["recent"].append(entry)
+
+
+def _remember_gradient(tensor: Tensor) -> None:
+    _RECENT_GRAD.append(tensor)
+    if _WALKING["now"] and len(_WALK["grad"]) < WALK_LIMIT:
+        _WALK["grad"].append(tensor)
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +105,7 @@ def record(tensor: Tensor, reported: dict[str, Any], worker: Any, generation: in
     _keep(facts)
     if tensor.requires_grad:
         arrived_with_gradient(tensor)
-        _RECENT_GRAD[-1].append(tensor)
+        _remember_gradient(tensor)
 
 
 def adopt(argument: Tensor, facts: Facts) -> None:
@@ -109,10 +130,10 @@ def written_by_worker(view: Tensor) -> None:
 
 def written_by_test(worker: Any) -> list[Facts]:
     """The tensors of `worker` whose copy here the test wrote into since it was recorded
-    (among those of the WRITE_WINDOW last messages); recorded again as written, since
+    (among the recently recorded ones); recorded again as written, since
     the judge writes them through to the worker before its next call (`judge`)."""
     found: dict[int, Facts] = {}
-    for entry in [entry for message in _RECENT for entry in message]:
+    for entry in _recently_recorded():
         copy, returned, version = entry
         if _version(copy) == version:
             continue  # unwritten since recorded: the common case, decided cheaply
@@ -147,10 +168,10 @@ def arrived_with_gradient(copy: Tensor) -> None:
 
 def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
     """What the test's backward added to the .grad of its copies of `worker`'s tensors
-    (of the WRITE_WINDOW last messages, that require grad) since they arrived or since last
+    (the recently recorded that require grad) since they arrived or since last
     asked: (serial, gradient) pairs."""
     found = []
-    for copy in [copy for message in _RECENT_GRAD for copy in message]:
+    for copy in {id(copy): copy for copy in [*_WALK["grad"], *_RECENT_GRAD]}.values():
         facts = _BY_STORAGE.get(_storage_key(copy))
         if facts is None or facts.copy is not copy:
             continue
@@ -170,7 +191,7 @@ def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
 def _keep(facts: Facts) -> None:
     tensor = facts.copy
     if facts.version >= 0 and tensor.device.type != "meta":  # a write the test may make
-        _RECENT[-1].append([tensor, facts.returned, facts.version])
+        _remember([tensor, facts.returned, facts.version])
     if facts.returned:
         table, key = _BY_STORAGE, _storage_key(tensor)
     else:
