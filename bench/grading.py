@@ -210,8 +210,8 @@ def class_sources(known_bad: list[Path], faithful: list[Path]) -> list[Source]:
 
     Only the mechanisms of STEMS (the seed's labs and this project's runtime): a
     candidate of another variable (a mechanism added since) is left out, and said so;
-    so is a known-bad fixture built from the reference of a judged variable (a student's
-    file cannot import the reference: the judge refuses it).
+    so is a known-bad or faithful fixture built from the reference of a judged variable
+    (a student's file cannot import the reference: the judge refuses it).
     """
     sources: list[Source] = []
     left_out = []
@@ -234,10 +234,13 @@ def class_sources(known_bad: list[Path], faithful: list[Path]) -> list[Source]:
         variable = _constants(path)["VARIABLE"]
         if not _in_class(path, variable):
             continue
+        if imports_what_the_judge_refuses(path.read_text(encoding="utf-8"), variable):
+            left_out.append(path.stem)  # a faithful edit of the reference (known_bad trusts it)
+            continue
         sources.append((f"good_{path.stem[5:]}", [(variable, path)], {"verdict": "pass"}))
     if left_out:
-        print(f"bench.grading: {len(left_out)} known-bad fixtures built from a judged "
-              "variable's reference left out of the class (not a student's file)")  # fmt: skip
+        print(f"bench.grading: {len(left_out)} fixtures built from a judged variable's "
+              "reference left out of the class (not a student's file)")  # fmt: skip
     return sources
 
 
