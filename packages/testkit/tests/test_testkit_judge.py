@@ -224,10 +224,7 @@ def countdown(n):
 
 @pytest.fixture
 def worker(tmp_path: Path):  # type: ignore[no-untyped-def]
-    path = tmp_path / "attempt.py"
-    path.write_text(CANDIDATE)
-    worker = Worker("DRILL_P19_MODULE", path, timeout_s=60, memory_mib=0)
-    worker.start()
+    _, worker = candidate_module(tmp_path, "DRILL_P19_MODULE", CANDIDATE)
     yield worker
     worker.stop()
 
@@ -321,15 +318,21 @@ def move(x):
 """
 
 
-@pytest.fixture
-def holder(tmp_path: Path):  # type: ignore[no-untyped-def]
+def candidate_module(folder: Path, variable: str, source: str):  # type: ignore[no-untyped-def]
+    """The module of `source` as a judged candidate for `variable`: (proxy, its worker)."""
     from gptlab_testkit.judge import RemoteModule
 
-    path = tmp_path / "holder.py"
-    path.write_text(HOLDER)
-    worker = Worker("KV_CACHE_MODULE", path, timeout_s=60, memory_mib=0)
+    path = folder / "attempt.py"
+    path.write_text(source)
+    worker = Worker(variable, path, timeout_s=60, memory_mib=0)
     worker.start()
-    yield RemoteModule(worker)
+    return RemoteModule(worker), worker
+
+
+@pytest.fixture
+def holder(tmp_path: Path):  # type: ignore[no-untyped-def]
+    module, worker = candidate_module(tmp_path, "KV_CACHE_MODULE", HOLDER)
+    yield module
     worker.stop()
 
 
@@ -562,13 +565,9 @@ class Engine:
 
 @pytest.fixture
 def modelish(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from gptlab_testkit.judge import RemoteModule
-
-    path = tmp_path / "modelish.py"
-    path.write_text(MODELISH)
-    worker = Worker("TINY_GPT_MODULE", path, timeout_s=60, memory_mib=0)
-    worker.start()
-    yield RemoteModule(worker)
+    (tmp_path / "model").mkdir()  # its own folder: a fixture's worker beside it has another
+    module, worker = candidate_module(tmp_path / "model", "TINY_GPT_MODULE", MODELISH)
+    yield module
     worker.stop()
 
 

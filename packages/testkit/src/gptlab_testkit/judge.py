@@ -764,9 +764,8 @@ class RemoteObject:
         reply = self._worker.request({"op": "getattr", "handle": self._ident, "name": name}, [])
         value = self._worker.decode(reply["value"], reply.pop("_blobs"))
         if isinstance(value, RemoteObject) and reply.get("method") is True:
-            self._worker.methods.add((self._kind, name))
-            return _Bound(self, name, value)
-        return value
+            self._worker.methods.add((self._kind, name))  # the worker's bound method: later
+        return value  # reads of the name skip a round trip (`_Method`)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):  # the proxy's own
@@ -930,15 +929,6 @@ def _dataclass_namespace(name: str, rows: list[Any], frozen: bool) -> dict[str, 
     }
 
 
-class _Bound(RemoteObject):
-    """A method of a remote object, read from it: the worker's bound method, called as it
-    is (a later assignment to the same name does not change what this calls)."""
-
-    def __init__(self, owner: RemoteObject, name: str, value: RemoteObject) -> None:
-        super().__init__(value._worker, value._ident, value._kind, value._generation)
-        self._owner, self._attr = owner, name
-
-
 class _Method:
     """`obj.name` for a name the worker reported as a method of obj's class: called in the
     worker as that class's method bound to obj (half the round trips); an assignment to
@@ -950,7 +940,7 @@ class _Method:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._owner._live()
-        method = f"{_CLASS_METHOD}{self._name}"
+        method = f"{wire.CLASS_METHOD}{self._name}"
         return _call(self._owner._worker, self._owner._ident, method, args, kwargs)
 
     @property
@@ -980,8 +970,6 @@ class RemoteModule:
             return RemoteCallable(self._worker, None, name)
         return value
 
-
-_CLASS_METHOD = "\0class:"  # a call's name prefix: the class's method, bound to the object
 
 _WORKERS: list[Worker] = []
 

@@ -59,6 +59,11 @@ ERRORS: dict[str, type[BaseException]] = {
 }  # fmt: skip
 
 
+# A called name's prefix meaning "the method of the object's class, bound to the object"
+# (what the judge read as a method, even after the test assigns that name on the object).
+CLASS_METHOD = "\0class:"
+
+
 class WireError(Exception):
     """A message that breaks the format or its bounds (the sender is not trusted)."""
 

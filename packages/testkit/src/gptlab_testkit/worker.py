@@ -50,7 +50,6 @@ def _load_wire() -> Any:
 
 
 Reply = tuple[dict[str, Any], list[bytes]]
-CLASS_METHOD = "\0class:"  # a called name's prefix: the class's method bound to the object
 
 
 class Refuser(importlib.abc.MetaPathFinder):
@@ -448,8 +447,9 @@ class Server:
         self, owner: Any, message: dict[str, Any], blobs: list[bytes]
     ) -> tuple[dict[str, Any], list[bytes]]:
         name = message.get("name")
-        if isinstance(name, str) and name.startswith(CLASS_METHOD):  # as the judge read it
-            target = getattr(type(owner), name.removeprefix(CLASS_METHOD)).__get__(owner)
+        method = self.wire.CLASS_METHOD
+        if isinstance(name, str) and name.startswith(method):  # as the judge read it
+            target = getattr(type(owner), name.removeprefix(method)).__get__(owner)
         else:
             target = owner if name is None else _special(owner, name) or _attribute(owner, name)
         # Arguments sharing the judge's memory are views of one base here too.
