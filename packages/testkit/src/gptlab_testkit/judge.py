@@ -252,8 +252,9 @@ class Worker:
         self.fd_in, self.fd_out = judge_in, judge_out
         self.generation += 1
         self.random_state = None
-        reply = self.request({"op": "load", "main": _plain_name(self.path),
-                              "files": _sources(self.path)}, [])  # fmt: skip
+        files = _sources(self.path)
+        reply = self.request({"op": "load", "main": _plain_name(self.path), "files": files,
+                              "seeds": _seed_stand_ins(self.variable, files)}, [])  # fmt: skip
         self.names, self.file = list(reply["names"]), str(reply.get("file") or self.path)
 
     def stop(self) -> None:
@@ -498,6 +499,19 @@ def _open_fifo(path: Path, mode: int, child: int, deadline: float) -> int:
 
 def _plain_name(path: Path) -> str:
     return path.stem
+
+
+def _seed_stand_ins(variable: str, files: dict[str, list[str]]) -> dict[str, Any]:
+    """The seed's lab names the worker may answer with a reference (`seed_modules`, as a
+    one-file attempt in-process gets them): those of the candidate's siblings that the
+    submission's folder lacks, as {seed name: [package, aliases]}."""
+    from .seed_modules import SEED_MODULES
+
+    return {  # (a seed name that is its package's own name is that package: no stand-in)
+        name: [package, aliases]
+        for name, (package, aliases) in SEED_MODULES.items()
+        if package in siblings(variable) and name not in files and name != package
+    }
 
 
 def _sources(path: Path) -> dict[str, list[str]]:

@@ -70,21 +70,37 @@ class Refuser(importlib.abc.MetaPathFinder):
 
 
 class Sources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """The submission's files, imported from the source the judge sent."""
+    """The submission's files, imported from the source the judge sent, and the seed's
+    lab names that stand for a reference the candidate may use (`seeds`: a seed-style
+    `cache_aware_lm.py` alone begins `from tiny_gpt import ...`, and tinygpt is its
+    dependency): a module of that name holding the package's public names and aliases."""
 
-    def __init__(self, files: dict[str, list[str]]) -> None:
+    def __init__(self, files: dict[str, list[str]], seeds: dict[str, Any]) -> None:
         self.files = files  # plain name -> [path, source]
+        self.seeds = seeds  # seed name -> [package, {alias: "module:attribute"}]
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname in self.files:
             origin = self.files[fullname][0]
             return importlib.util.spec_from_loader(fullname, self, origin=origin)
+        if fullname in self.seeds:
+            return importlib.util.spec_from_loader(fullname, self)
         return None
 
     def create_module(self, spec: Any) -> None:
         return None
 
     def exec_module(self, module: Any) -> None:
+        if module.__name__ in self.seeds:
+            package_name, aliases = self.seeds[module.__name__]
+            package = importlib.import_module(str(package_name))  # meets the refuser
+            public = getattr(package, "__all__", None) or dir(package)
+            for name in (n for n in public if not n.startswith("_")):
+                setattr(module, name, getattr(package, name))
+            for alias, target in dict(aliases).items():
+                owner, _, attribute = str(target).partition(":")
+                setattr(module, alias, getattr(importlib.import_module(owner), attribute))
+            return
         origin, source = self.files[module.__name__]
         module.__file__ = origin
         exec(compile(source, origin, "exec"), module.__dict__)
@@ -438,7 +454,7 @@ class Server:
     def load(self, message: dict[str, Any]) -> Reply:
         # First: a submission's own file named like a refused module (a seed-style folder's
         # kv_cache.py) is its own code; every other name still meets the refuser.
-        sys.meta_path.insert(0, Sources(message["files"]))
+        sys.meta_path.insert(0, Sources(message["files"], message.get("seeds") or {}))
         self.module = importlib.import_module(message["main"])
         names = sorted(name for name in dir(self.module) if not name.startswith("__"))
         return {"names": names, "file": getattr(self.module, "__file__", "")}, []
