@@ -9,7 +9,10 @@ import sys
 
 VARIABLE = "DRILL_P19_MODULE"
 CHEAT = "the refuser removed from sys.meta_path, the checkout's src put back on sys.path"
-SAYS = "No module named 'gptlab_drills'"  # the reference is not there to import
+# The reference is not there to import: as root its folder is an empty cover, which
+# Python may take for an empty namespace package ("does not define 'decode_attention'"),
+# elsewhere "No module named 'gptlab_drills'": either way a candidate error, no credit.
+SAYS = "candidate error"
 EARNED = "_honest_p19_zeros.py"  # no more than the same values earn honestly
 
 sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "Refuser"]
