@@ -747,12 +747,7 @@ class RemoteCallable:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or self._handle is not None or self._name is None:
             raise AttributeError(name)
-        path = f"{self._name}.{name}"  # a class's classmethod, say
-        reply = self._worker.request({"op": "getattr", "handle": None, "name": path}, [])
-        value = self._worker.decode(reply["value"], reply.pop("_blobs"))
-        if isinstance(value, RemoteObject):
-            return RemoteCallable(self._worker, None, path)
-        return value
+        return _named(self._worker, f"{self._name}.{name}")  # a class's classmethod, say
 
     def __repr__(self) -> str:
         return f"<candidate callable {self._name} (in the worker)>"
@@ -888,10 +883,7 @@ class RemoteClass(type):
     def __getattr__(cls, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        path = f"{cls._path}.{name}"  # a classmethod, a class attribute
-        reply = cls._worker.request({"op": "getattr", "handle": None, "name": path}, [])
-        value = cls._worker.decode(reply["value"], reply.pop("_blobs"))
-        return RemoteCallable(cls._worker, None, path) if isinstance(value, RemoteObject) else value
+        return _named(cls._worker, f"{cls._path}.{name}")  # a classmethod, a class attribute
 
     @property
     def __signature__(cls) -> Any:
@@ -976,13 +968,20 @@ class RemoteModule:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name not in self._worker.names:
             raise AttributeError(f"the candidate module has no attribute {name!r}")
-        reply = self._worker.request({"op": "getattr", "handle": None, "name": name}, [])
-        value = self._worker.decode(reply["value"], reply.pop("_blobs"))
-        if isinstance(value, RemoteObject):
-            if isinstance(reply.get("class"), dict):
-                return self._worker.class_named(name, reply["class"])
-            return RemoteCallable(self._worker, None, name)
+        return _named(self._worker, name)
+
+
+def _named(worker: Worker, path: str) -> Any:
+    """The candidate module's attribute at `path` ("name", "Class.name"): a value, the
+    stand-in type of one of its classes, or any other object named by its path (which
+    survives a restart)."""
+    reply = worker.request({"op": "getattr", "handle": None, "name": path}, [])
+    value = worker.decode(reply["value"], reply.pop("_blobs"))
+    if not isinstance(value, RemoteObject):
         return value
+    facts = reply.get("class")
+    proxy = worker.class_named(path, facts) if isinstance(facts, dict) else None
+    return proxy if proxy is not None else RemoteCallable(worker, None, path)
 
 
 _WORKERS: list[Worker] = []

@@ -23,10 +23,16 @@ from . import wire, worker_facts
 class _Link:
     """One call's outputs and inputs, by the worker's serials of its own tensors."""
 
-    def __init__(self, worker: Any, outputs: list[torch.Tensor], inputs: list[torch.Tensor]):
+    def __init__(
+        self,
+        worker: Any,
+        outputs: list[torch.Tensor],
+        inputs: list[torch.Tensor],
+        input_serials: list[int],
+    ) -> None:
         self.worker, self.outputs, self.inputs = worker, outputs, inputs
-        self.output_serials = [_serial(t, worker) for t in outputs]
-        self.input_serials = [_serial(t, worker) for t in inputs]
+        self.output_serials = [worker_facts.serial_of(t, worker) for t in outputs]
+        self.input_serials = input_serials
 
     def vjp(self, grads: tuple[torch.Tensor | None, ...]) -> list[torch.Tensor | None]:
         """The worker's backward from these output gradients: the inputs' gradients."""
@@ -69,9 +75,11 @@ def connect(worker: Any, value: Any, inputs: list[torch.Tensor]) -> Any:
     """`value` (a call's result, decoded) with its tensors that require grad replaced by
     ThroughWorker's outputs (same values and worker facts, differentiable in `inputs`)."""
     outputs = [t for t in worker_facts.tensors_in(value) if t.requires_grad]
-    if not outputs or any(_serial(t, worker) is None for t in inputs):
+    serials = [worker_facts.serial_of(t, worker, arguments=True) for t in inputs]
+    if not outputs or None in serials:
         return value
-    linked = ThroughWorker.apply(_Link(worker, outputs, inputs), *inputs)  # type: ignore[no-untyped-call]
+    link = _Link(worker, outputs, inputs, [s for s in serials if s is not None])
+    linked = ThroughWorker.apply(link, *inputs)  # type: ignore[no-untyped-call]
     replaced = dict(zip(map(id, outputs), linked, strict=True))
     for old, new in zip(outputs, linked, strict=True):
         worker_facts.rebind(old, new)
@@ -91,14 +99,6 @@ def _replace(value: Any, replaced: dict[int, torch.Tensor], depth: int = 0) -> A
     if isinstance(value, dict):
         return {key: _replace(item, replaced, depth + 1) for key, item in value.items()}
     return value
-
-
-def _serial(tensor: torch.Tensor, worker: Any) -> int | None:
-    """The worker's serial of its copy of `tensor` (an argument: the copy the call got)."""
-    found = worker_facts.facts_of(tensor)
-    if found is None or found[0].worker is not worker or found[1] != 0:
-        return None
-    return found[0].serial
 
 
 def _checked(grad: Any, tensor: torch.Tensor) -> torch.Tensor | None:

@@ -50,16 +50,11 @@ def _recently_recorded() -> list[list[Any]]:
     return [*_WALK["recent"], *_RECENT]
 
 
-def _remember(entry: list[Any]) -> None:
-    _RECENT.append(entry)
-    if _WALKING["now"] and len(_WALK["recent"]) < WALK_LIMIT:
-        _WALK["recent"].append(entry)
-
-
-def _remember_gradient(tensor: Tensor) -> None:
-    _RECENT_GRAD.append(tensor)
-    if _WALKING["now"] and len(_WALK["grad"]) < WALK_LIMIT:
-        _WALK["grad"].append(tensor)
+def _remember(window: deque[Any], walk: str, item: Any) -> None:
+    """`item` into the recent `window`, and into the current walk's list while walking."""
+    window.append(item)
+    if _WALKING["now"] and len(_WALK[walk]) < WALK_LIMIT:
+        _WALK[walk].append(item)
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,7 +100,7 @@ def record(tensor: Tensor, reported: dict[str, Any], worker: Any, generation: in
     _keep(facts)
     if tensor.requires_grad:
         arrived_with_gradient(tensor)
-        _remember_gradient(tensor)
+        _remember(_RECENT_GRAD, "grad", tensor)
 
 
 def adopt(argument: Tensor, facts: Facts) -> None:
@@ -191,7 +186,7 @@ def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
 def _keep(facts: Facts) -> None:
     tensor = facts.copy
     if facts.version >= 0 and tensor.device.type != "meta":  # a write the test may make
-        _remember([tensor, facts.returned, facts.version])
+        _remember(_RECENT, "recent", [tensor, facts.returned, facts.version])
     if facts.returned:
         table, key = _BY_STORAGE, _storage_key(tensor)
     else:
@@ -237,10 +232,11 @@ def facts_of(tensor: Tensor, *, arguments: bool = True) -> tuple[Facts, int] | N
     return facts, int(tensor.storage_offset()) - int(facts.copy.storage_offset())
 
 
-def serial_of(value: Any, worker: Any) -> int | None:
-    """The serial of `worker`'s tensor whose copy `value` is (a parameter it returned), or
-    None: assigning the copy to a module of the worker's assigns that very tensor there."""
-    found = facts_of(value, arguments=False) if isinstance(value, Tensor) else None
+def serial_of(value: Any, worker: Any, *, arguments: bool = False) -> int | None:
+    """The serial of `worker`'s tensor whose copy `value` is (a parameter it returned;
+    `arguments`: or an argument the judge sent it), or None. Assigning the copy to a
+    module of the worker's assigns that very tensor there."""
+    found = facts_of(value, arguments=arguments) if isinstance(value, Tensor) else None
     if found is None or found[0].copy is not value or found[0].worker is not worker:
         return None
     return found[0].serial if found[0].generation == worker.generation else None
