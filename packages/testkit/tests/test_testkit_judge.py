@@ -144,6 +144,24 @@ def test_a_double_forked_setsid_process_does_not_outlive_its_run(tmp_path: Path)
     assert not _alive(daemon)
 
 
+def test_a_held_run_imports_no_conftest_until_it_is_released(tmp_path: Path) -> None:
+    marker = tmp_path / "imported"
+    (tmp_path / "conftest.py").write_text(f"open({str(marker)!r}, 'w').write('yes')\n")
+    (tmp_path / "test_held.py").write_text(
+        "import pytest\n\n\n@pytest.mark.extension\n@pytest.mark.owner('grading')\n"
+        "def test_one():\n    pass\n"
+    )
+
+    run = ForkedRun([str(tmp_path)], {}, ["--timeout=0"], hold=True)
+    time.sleep(1.5)  # the run is started and waits (a conftest would be imported by now)
+    held = not marker.exists() and run.poll() is None
+    run.release()
+    result = run.wait()
+
+    assert held, "the held run imported its conftest before it was released"
+    assert marker.exists() and result.returncode == 0
+
+
 def test_the_checkout_guard_puts_back_what_a_submission_changed(tmp_path: Path) -> None:
     tests = tmp_path / "packages" / "x" / "tests"
     tests.mkdir(parents=True)
@@ -295,6 +313,32 @@ def test_a_batched_cheat_is_a_submission_named_as_its_variable_expects(tmp_path:
     assert all((folder / name).exists() for name in GRADESCOPE)  # the singly graded ones
 
 
+def test_a_meta_tensor_keeps_its_strides_and_a_sparse_tensor_its_layout() -> None:
+    meta = torch.empty(3, 4, device="meta").t()
+    coo = torch.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse()
+    csr = torch.eye(3).to_sparse_csr()
+    got_meta, got_coo, got_csr = round_trip([meta, coo, csr])  # type: ignore[misc]
+    assert got_meta.device.type == "meta" and got_meta.stride() == (1, 4)
+    assert got_coo.layout == torch.sparse_coo and got_coo.is_coalesced()
+    assert torch.equal(got_coo.to_dense(), coo.to_dense())
+    assert got_csr.layout == torch.sparse_csr and torch.equal(got_csr.to_dense(), torch.eye(3))
+
+
+def test_a_sparse_tensor_whose_indices_break_its_invariants_is_refused() -> None:
+    blobs: list[bytes] = []
+    data = wire.encode(torch.eye(2).to_sparse(), blobs)
+    indices = torch.tensor([[0, 5], [0, 1]])  # row 5 of a 2x2 tensor
+    blobs[data["sp"][1][0][0]] = indices.numpy().tobytes()
+    with pytest.raises(wire.WireError, match="sparse"):
+        wire.decode(data, blobs)
+
+
+def test_a_message_of_many_tensors_arrives_whole() -> None:
+    parts = [torch.full((1,), float(n)) for n in range(wire.IOV_MAX + 50)]  # two writes
+    got = round_trip(parts)
+    assert isinstance(got, list) and all(torch.equal(a, b) for a, b in zip(got, parts, strict=True))
+
+
 # ---- what only the worker can see (worker_facts): kv_cache is judged by these -------------
 
 HOLDER = """
@@ -315,6 +359,28 @@ class Holder:
 
 def move(x):
     x.set_(torch.ones(3))
+
+def pointer(x):
+    return x.data_ptr()
+
+def base(x):
+    return x.untyped_storage().data_ptr()
+
+import dataclasses
+
+@dataclasses.dataclass
+class Out:
+    n: int
+    t: torch.Tensor
+
+MADE = []
+
+def make(n):
+    MADE.append(Out(n, torch.full((2,), float(n))))
+    return MADE[-1]
+
+def bump():
+    MADE[-1].n += 1
 """
 
 
@@ -356,6 +422,30 @@ def test_a_view_of_a_returned_tensor_goes_back_as_the_same_memory(holder) -> Non
     x = torch.arange(6.0).reshape(2, 3)
     assert cache.aliases(x, x[1:]) and not cache.aliases(x, x.clone())  # the judge's sharing
     assert cache.strides(torch.zeros(3, 1).expand(3, 4)) == [1, 0]  # an expanded layout
+
+
+def test_a_pointer_the_candidate_reports_is_read_as_the_judges_address(holder) -> None:  # type: ignore[no-untyped-def]
+    from gptlab_testkit.worker_facts import judge_address
+
+    x = torch.arange(24.0).reshape(4, 6)
+    view = x[1:, 2:]  # 8 elements in: the worker's copy keeps the offset
+    assert judge_address(holder.pointer(view)) == view.data_ptr()
+    assert judge_address(holder.base(view)) == x.data_ptr()  # the storage's start
+    reported = holder.pointer(x.clone())
+    assert judge_address(reported) != x.data_ptr()  # a clone's memory is its own
+    holder.pointer(x)
+    assert judge_address(reported) == reported  # outside the last call's copies: as it is
+    assert judge_address(True) is True and judge_address(3.5) == 3.5
+
+
+def test_a_returned_dataclass_is_read_without_a_round_trip_until_the_worker_runs(holder) -> None:  # type: ignore[no-untyped-def]
+    out = holder.make(3)
+    worker = holder._worker
+    sent = worker.exchanges
+    assert out.n == 3 and torch.equal(out.t, torch.full((2,), 3.0))
+    assert worker.exchanges == sent  # the fields came with the call's answer
+    holder.bump()
+    assert out.n == 4  # the worker ran code since: read again
 
 
 def test_an_argument_moved_to_other_memory_is_moved_in_the_judge_too(holder) -> None:  # type: ignore[no-untyped-def]

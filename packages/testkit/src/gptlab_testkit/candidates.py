@@ -212,6 +212,20 @@ def _judged_module(variable: str, spec: str) -> Any:
     return None
 
 
+def spawn_judged_workers() -> None:
+    """In a run that grades candidates: start each judged candidate's worker interpreter
+    now (`judge.spawn_early`), so that it is ready when the tests ask for it."""
+    if os.environ.get("GPTLAB_LISTING_EXPECTED"):
+        return
+    from .judge import judged, spawn_early
+
+    for variable in VARIABLES:
+        spec = module_spec(variable)
+        swapped = spec.endswith(".py") and spec != VARIABLES[variable].default_module
+        if swapped and judged(variable) and Path(spec).is_file():
+            spawn_early(variable, spec)
+
+
 @cache
 def load_candidate(variable: str) -> ModuleType:
     """Import the module a variable selects and check every graded name exists.

@@ -16,3 +16,8 @@ DEFAULT_MEMORY_MIB = 4096
 
 def default_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
+
+
+# A grading run is started while grade lists its expected tests, and waits on this pipe
+# (before any conftest or candidate is imported) until the list is made.
+HOLD_FD_VARIABLE = "GPTLAB_HOLD_FD"

@@ -248,8 +248,6 @@ def grade_run(
         *pytest_args,
     ]
     names = ", ".join(f"{variable}={module}" for variable, module in assignments.items())
-    # Fixed before any candidate code runs (a class lists once per set of variables).
-    expected = _expected(paths, assignments, args) if swapped_variables(assignments) else None
     from .judge import JUDGE_VARIABLE  # here: judge imports torch, and grade's argument
     # checks must answer before torch is imported (test_testkit_grade_doors)
 
@@ -267,7 +265,16 @@ def grade_run(
         import_limit=options.timeout + IMPORT_ALLOWANCE_S if assignments else None,
         limit=limit,
         describe=names,
+        hold=True,
     )
+    # Fixed before any candidate code runs (a class lists once per set of variables): the
+    # run (and its workers' interpreters) starts meanwhile, held before its conftests.
+    try:
+        expected = _expected(paths, assignments, args) if swapped_variables(assignments) else None
+    except BaseException:
+        run.kill()
+        raise
+    run.release()
     return JudgedRun(run, expected)
 
 

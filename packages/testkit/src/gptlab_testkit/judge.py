@@ -60,7 +60,7 @@ TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 # P01, whose report of data pointers compares two calls' views of one tensor (each call's
 # arguments are the worker's copies).
 JUDGED_DRILLS = (
-    "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
+    "P01", "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
     "P14", "P15", "P16", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
     "PT06", "PT08", "PT17", "PT28",
 )  # fmt: skip
@@ -215,10 +215,16 @@ class Worker:
         self.methods: set[tuple[str, str]] = set()  # (class name, method name) seen so far
         self.classes: dict[str, RemoteClass] = {}  # the candidate module's classes, by name
         self.random_state: torch.Tensor | None = None  # the CPU random state the worker has
+        self.exchanges = 0  # requests sent so far
         self.rng_shape = torch.get_rng_state().shape
 
     # -- life
     def start(self) -> None:
+        self.spawn()
+        self.load()
+
+    def spawn(self) -> None:
+        """Start the interpreter (it imports torch while we go on; `load` waits for it)."""
         judge_in, worker_out = os.pipe()
         worker_in, judge_out = os.pipe()
         scratch = Path(tempfile.mkdtemp(prefix="gptlab-worker-"))
@@ -252,6 +258,9 @@ class Worker:
         self.fd_in, self.fd_out = judge_in, judge_out
         self.generation += 1
         self.random_state = None
+
+    def load(self) -> None:
+        """Send the candidate's files and import them there (ImportError when it fails)."""
         files = _sources(self.path)
         reply = self.request({"op": "load", "main": _plain_name(self.path), "files": files,
                               "seeds": _seed_stand_ins(self.variable, files)}, [])  # fmt: skip
@@ -320,6 +329,7 @@ class Worker:
             message["grads"] = _test_gradients(self, blobs)
             self._send_random_state(message, blobs)
         deadline = time.monotonic() + self.timeout_s if self.timeout_s > 0 else None
+        self.exchanges += 1  # the worker runs code: what we remember of its objects is old
         try:
             wire.send(self.fd_out, message, blobs)
             reply, reply_blobs = wire.receive(self.fd_in, deadline)
@@ -611,6 +621,8 @@ def _call_worker(
     if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
         raise wire.WireError("malformed call count")
     value = worker.decode(reply["value"], reply_blobs)
+    if isinstance(value, RemoteObject) and isinstance(reply.get("fields"), dict):
+        value._remember_fields(worker.decode(reply["fields"], reply_blobs))
     if through:  # the test's backward goes on through the call into its own tensors
         value = remote_autograd.connect(worker, value, through)
     return value, counts[0], counts[1]
@@ -694,6 +706,7 @@ def _span(tensor: torch.Tensor) -> int:
 def _mirror(sent: list[Any], after: list[Any], blobs: list[bytes], worker: Worker) -> None:
     """Write what the call left in each tensor argument into the judge's own tensor (at
     any depth of its containers); the worker's copy's facts go with the judge's tensor."""
+    worker_facts.new_call(worker)
     for original, data in zip(sent, after, strict=False):
         if data is not None:
             _mirror_one(original, worker.decode(data, blobs, returned=False))
@@ -725,6 +738,8 @@ def _mirror_one(original: Any, value: Any) -> None:
                 worker_facts.written_by_worker(original)
         if facts is not None and not by_reference:  # what the worker's copy of it is (after
             worker_facts.adopt(original, facts[0])  # our write: the test has not written it)
+        if facts is not None:
+            worker_facts.placed(original, facts[0], value.untyped_storage().nbytes())
     elif isinstance(original, torch.Generator) and isinstance(value, torch.Generator):
         original.set_state(value.get_state())
 
@@ -770,11 +785,19 @@ class RemoteObject:
         self._live()
         if (self._kind, name) in self._worker.methods:  # known a method: no round trip
             return _Method(self, name)
+        fields = self.__dict__.get("_fields")
+        if fields is not None and fields[0] == self._worker.exchanges and name in fields[1]:
+            return fields[1][name]
         reply = self._worker.request({"op": "getattr", "handle": self._ident, "name": name}, [])
         value = self._worker.decode(reply["value"], reply.pop("_blobs"))
         if isinstance(value, RemoteObject) and reply.get("method") is True:
             self._worker.methods.add((self._kind, name))  # the worker's bound method: later
         return value  # reads of the name skip a round trip (`_Method`)
+
+    def _remember_fields(self, fields: dict[str, Any]) -> None:
+        """The dataclass fields the worker sent with this object (a model's output): read
+        from here until the worker next runs code (then they may have changed)."""
+        object.__setattr__(self, "_fields", (self._worker.exchanges, fields))
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):  # the proxy's own
@@ -997,13 +1020,32 @@ def end_workers() -> None:
     reaper.end_tree()
 
 
-def remote_module(variable: str, spec: str) -> RemoteModule:
-    """Start the worker for this candidate file; ImportError when it cannot be imported."""
+def _new_worker(variable: str, spec: str) -> Worker:
     if not _WORKERS:
         reaper.become_subreaper()
     timeout = float(os.environ.get("GPTLAB_JUDGE_TIMEOUT", "60"))
     memory = int(os.environ.get("GPTLAB_JUDGE_MEMORY_MIB", "4096"))
     worker = Worker(variable, Path(spec).resolve(), timeout, memory)
     _WORKERS.append(worker)
-    worker.start()
+    worker.spawn()
+    return worker
+
+
+_SPAWNED: dict[tuple[str, str], Worker] = {}
+
+
+def spawn_early(variable: str, spec: str) -> None:
+    """Start the worker's interpreter now, before the tests are collected: its second of
+    importing torch overlaps the judge's own imports (`remote_module` loads it later)."""
+    if (variable, spec) not in _SPAWNED:
+        _SPAWNED[(variable, spec)] = _new_worker(variable, spec)
+
+
+def remote_module(variable: str, spec: str) -> RemoteModule:
+    """The worker for this candidate file, with the file loaded; ImportError when it
+    cannot be imported."""
+    worker = _SPAWNED.pop((variable, spec), None)
+    if worker is None or worker.process is None:
+        worker = _new_worker(variable, spec)
+    worker.load()
     return RemoteModule(worker)

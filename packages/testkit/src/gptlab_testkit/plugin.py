@@ -48,9 +48,16 @@ import pytest
 
 from . import isolation
 from .brief import brief_longrepr
-from .candidates import VARIABLES, collection_errors, is_reference, variables_of
+from .candidates import (
+    VARIABLES,
+    collection_errors,
+    is_reference,
+    spawn_judged_workers,
+    variables_of,
+)
 from .defaults import DEFAULT_MEMORY_MIB as DEFAULT_MEMORY_MIB  # re-exported: callers' names
 from .defaults import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
+from .defaults import HOLD_FD_VARIABLE
 from .defaults import default_workers as default_workers
 from .isolation import (
     CRASHES_BEFORE_STOP,
@@ -172,6 +179,26 @@ def opted_in(config: pytest.Config) -> bool:
         and str(getattr(plugin, "__file__", "")).endswith("conftest.py")
         for plugin in config.pluginmanager.get_plugins()
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """A grading run (grade sets the judge's mode): each judged candidate's worker starts
+    before the conftests that ask for it are imported, so its interpreter imports torch
+    while this process imports the suites (`judge.spawn_early`)."""
+    if os.environ.get("GPTLAB_JUDGE") and not early_config.known_args_namespace.collectonly:
+        spawn_judged_workers()
+    _wait_until_released()
+
+
+def _wait_until_released() -> None:
+    """A held run (`suites.ForkedRun(hold=True)`) waits here, before any conftest or
+    candidate is imported, until grade has listed the tests it expects (or has ended)."""
+    fd = os.environ.pop(HOLD_FD_VARIABLE, "")
+    if fd.isdigit():
+        with contextlib.suppress(OSError):
+            os.read(int(fd), 2)
+            os.close(int(fd))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-timeout reads its options

@@ -27,6 +27,7 @@ from typing import Any
 
 from . import reaper
 from .candidates import MECHANISM_VARIABLES, VARIABLES, is_reference
+from .defaults import HOLD_FD_VARIABLE
 from .results import TestResult, read_report
 
 RUNTIME_PACKAGES = tuple(VARIABLES[name].package for name in MECHANISM_VARIABLES)
@@ -211,6 +212,7 @@ class ForkedRun:
         import_limit: float | None = None,
         limit: float | None = None,
         describe: str = "",
+        hold: bool = False,
     ) -> None:
         self._scratch = tempfile.TemporaryDirectory(prefix="gptlab-run-")
         scratch = Path(self._scratch.name)
@@ -230,14 +232,23 @@ class ForkedRun:
         # Preloaded plugins (xdist, pytest-timeout, hypothesis) cannot be rewritten; fine.
         argv += ["-W", "ignore::pytest.PytestAssertRewriteWarning", *args]
         read_end, write_end = os.pipe()
+        # `hold`: the run starts now but waits, before it imports a conftest or a candidate,
+        # until `release()` (grade lists the expected tests meanwhile: HOLD_FD_VARIABLE).
+        held, self._hold = os.pipe() if hold else (-1, -1)
+        if hold:
+            env = {**env, HOLD_FD_VARIABLE: str(held)}
         sys.stdout.flush()
         sys.stderr.flush()
         self.pid = os.fork()
         if self.pid == 0:  # the keeper: it owns the run's whole process tree (see reaper)
             os.close(read_end)
+            if hold:
+                os.close(self._hold)
             self._keeper(argv, env, write_end, (cwd or scratch / "cwd").resolve(), clear_variables)
         reaper.LIVE_KEEPERS.add(self.pid)
         os.close(write_end)
+        if hold:
+            os.close(held)
         os.set_blocking(read_end, False)
         self._collected_fd = read_end
 
@@ -318,6 +329,14 @@ class ForkedRun:
                 sys.stdout.flush()
                 sys.stderr.flush()
             os._exit(code)
+
+    def release(self) -> None:
+        """A held run goes on (its expected tests are listed)."""
+        if self._hold >= 0:
+            with contextlib.suppress(OSError):  # the run may have ended already
+                os.write(self._hold, b"go")
+            os.close(self._hold)
+            self._hold = -1
 
     def _read_collected(self) -> None:
         if self.collected:

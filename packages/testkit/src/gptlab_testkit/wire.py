@@ -33,6 +33,7 @@ import torch
 MAX_HEADER = 16 * 1024 * 1024  # bytes of JSON in one message
 MAX_TENSOR_BYTES = 1 << 30  # one tensor
 MAX_MESSAGE_BYTES = 2 << 30  # all tensors of one message
+IOV_MAX = 1024  # buffers one writev may take (Linux's UIO_MAXIOV)
 MAX_DIMS = 16
 DTYPES = {
     str(dtype).removeprefix("torch."): dtype
@@ -114,6 +115,8 @@ def encode(
         return value
     if isinstance(value, complex):
         return {"c": [value.real, value.imag]}
+    if isinstance(value, torch.Tensor) and value.layout in SPARSE:
+        return {"sp": _sparse(value, blobs)}
     if isinstance(value, torch.Tensor):
         ref = refs(value) if refs is not None else None
         if ref is not None:
@@ -172,6 +175,43 @@ def encode(
     raise TypeError(f"cannot send a {type(value).__name__} to the candidate's worker")
 
 
+# A sparse tensor travels as the strided tensors it is made of (no memory facts: it has
+# no storage of its own), and is built again with torch's checks of its invariants.
+SPARSE = {torch.sparse_coo: "coo", torch.sparse_csr: "csr"}
+
+
+def _sparse(tensor: torch.Tensor, blobs: list[bytes]) -> list[Any]:
+    detached = tensor.detach()
+    if detached.layout == torch.sparse_coo:
+        parts = [detached._indices(), detached._values()]
+        coalesced = bool(detached.is_coalesced())
+    else:
+        parts = [detached.crow_indices(), detached.col_indices(), detached.values()]
+        coalesced = False
+    specs = [_tensor(part.clone(memory_format=torch.contiguous_format), blobs)[0] for part in parts]
+    return [SPARSE[detached.layout], specs, list(detached.shape), coalesced]
+
+
+def _unsparse(data: Any, blobs: list[bytes]) -> torch.Tensor:
+    parts = _list(data)
+    if len(parts) != 4 or parts[0] not in SPARSE.values() or not isinstance(parts[3], bool):
+        raise WireError("malformed sparse tensor")
+    layout, specs, shape, coalesced = parts
+    tensors = [_untensor_plain(spec, blobs) for spec in _list(specs)]
+    shape = _ints(shape, "shape")
+    try:
+        if layout == "coo" and len(tensors) == 2:
+            indices, values = tensors
+            built = torch.sparse_coo_tensor(indices, values, shape, check_invariants=True)
+            return built._coalesced_(coalesced) if coalesced else built
+        if layout == "csr" and len(tensors) == 3:
+            rows, columns, values = tensors
+            return torch.sparse_csr_tensor(rows, columns, values, shape, check_invariants=True)
+    except (RuntimeError, ValueError, TypeError) as error:
+        raise WireError(f"malformed sparse tensor: {error}") from None
+    raise WireError("malformed sparse tensor")
+
+
 def _named_fields(kind: type) -> list[str] | None:
     """The fields of a named tuple type (a candidate's `Record(NamedTuple)`), else None."""
     fields = getattr(kind, "_fields", None)
@@ -202,10 +242,11 @@ def _named_tuple(data: Any, inner: Any) -> tuple[Any, ...]:
 def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[int] | None, int]:
     """The tensor's spec and, for a strided layout sent as is, its strides (else None) and
     its storage offset (the elements before its first travel too)."""
-    if tensor.device.type == "meta":  # shape and dtype only: a meta tensor holds no data
+    if tensor.device.type == "meta":  # a meta tensor holds no data: its layout only
         blobs.append(b"")
         dtype = str(tensor.dtype).removeprefix("torch.")
-        return [len(blobs) - 1, dtype, list(tensor.shape), "meta"], None, 0
+        layout = [int(step) for step in tensor.stride()]
+        return [len(blobs) - 1, dtype, list(tensor.shape), "meta"], layout, 0
     detached = tensor.detach()
     dtype = str(detached.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
@@ -245,9 +286,9 @@ def _contiguous_strides(shape: list[int]) -> list[int]:
 
 def _span(shape: list[int], stride: list[int]) -> int:
     """Elements from a strided tensor's first to its last (0 when it is empty)."""
-    if any(size == 0 for size in shape):
+    if 0 in shape:
         return 0
-    return 1 + sum((size - 1) * step for size, step in zip(shape, stride, strict=True))
+    return 1 + sum([(size - 1) * step for size, step in zip(shape, stride, strict=True)])
 
 
 # -- decoding (either side): only the types above are ever built
@@ -276,6 +317,8 @@ def decode(
     def inner(item: Any) -> Any:
         return decode(item, blobs, handle, facts, view, generators, lent)
 
+    if "sp" in data:
+        return _unsparse(data["sp"], blobs)
     if "t" in data:
         return _untensor(data["t"], blobs, facts)
     if "tr" in data:
@@ -452,10 +495,12 @@ def _untensor_plain(
     for size in shape:
         numel *= size
     data = blobs[index]
-    if device == "meta" and not data:
-        return torch.empty(shape, dtype=dtype, device="meta")
     if stride is not None and (len(stride) != len(shape) or any(step < 0 for step in stride)):
         raise WireError("malformed strides")
+    if device == "meta" and not data:
+        if stride is not None:
+            return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+        return torch.empty(shape, dtype=dtype, device="meta")
     elements = numel if stride is None or not numel else offset + _span(shape, stride)
     if elements * dtype.itemsize != len(data):
         raise WireError(f"tensor of shape {shape} ({name}) does not match its {len(data)} bytes")
@@ -478,13 +523,18 @@ def _untensor_plain(
 
 
 def send(fd: int, message: dict[str, Any], blobs: list[bytes]) -> None:
+    """One message in as few writes as the pipe allows: each write wakes the reader, so
+    a header written apart from its tensors costs a wake-up (and a context switch) more."""
     header = json.dumps({"m": message, "b": [len(b) for b in blobs]}).encode()
-    parts = [len(header).to_bytes(8, "big"), header, *blobs]
-    for part in parts:
-        view = memoryview(part)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+    parts = [memoryview(part) for part in (len(header).to_bytes(8, "big"), header, *blobs)]
+    parts = [part for part in parts if part.nbytes]
+    while parts:
+        written = os.writev(fd, parts[:IOV_MAX])
+        while parts and written >= parts[0].nbytes:
+            written -= parts[0].nbytes
+            parts.pop(0)
+        if parts and written:
+            parts[0] = parts[0][written:]
 
 
 def receive(fd: int, deadline: float | None = None) -> tuple[dict[str, Any], list[bytes]]:
@@ -503,7 +553,12 @@ def receive(fd: int, deadline: float | None = None) -> tuple[dict[str, Any], lis
         raise WireError("tensor too large")
     if sum(lengths) > MAX_MESSAGE_BYTES:
         raise WireError("message too large")
-    return message, [_read(fd, n, deadline) for n in lengths]
+    body = memoryview(_read(fd, sum(lengths), deadline))  # every tensor in one read
+    blobs, start = [], 0
+    for n in lengths:
+        blobs.append(body[start : start + n].tobytes())
+        start += n
+    return message, blobs
 
 
 def _read(fd: int, count: int, deadline: float | None) -> bytes:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import importlib.abc
 import importlib.util
 import os
@@ -497,11 +498,19 @@ class Server:
         out: list[bytes] = []
         after = [self._after(value, out, before) for value in [*args, *kwargs.values()]]
         reply = {"value": self.encode(result, out), "after": after}
+        if self._of_module_dataclass(result):  # its fields now: the judge reads them next
+            fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+            reply["fields"] = self.encode(fields, out)
         if mode is not None:
             reply["seen"] = list(mode.seen)
             reply["calls"] = mode.calls
             reply["largest"] = mode.largest
         return reply, out
+
+    def _of_module_dataclass(self, value: Any) -> bool:
+        """An instance of a dataclass the candidate's module defines (a model's output)."""
+        kind = type(value)
+        return dataclasses.is_dataclass(kind) and getattr(self.module, kind.__name__, None) is kind
 
     def write_through(self, writes: list[Any], blobs: list[bytes]) -> None:
         """What the test wrote into its copy of one of our tensors, written into ours."""
@@ -522,6 +531,8 @@ class Server:
             moved = before.get(id(tensor), _pointer(tensor)) != _pointer(tensor)
             return {**self.sent.facts(tensor), "moved": int(moved)}
 
+        if isinstance(value, torch.Tensor) and value.layout != torch.strided:
+            return None  # a sparse argument is not mirrored back
         if isinstance(value, torch.Tensor | torch.Generator):
             return self.wire.encode(value, out, facts=facts)
         if depth < 8 and isinstance(value, list | tuple):
@@ -565,7 +576,7 @@ def _tensors(value: Any, depth: int = 0) -> list[Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return [value]
+        return [value] if value.layout == torch.strided else []
     if depth < 8 and isinstance(value, list | tuple | dict):
         items = value.values() if isinstance(value, dict) else value
         return [t for item in items for t in _tensors(item, depth + 1)]
@@ -611,7 +622,6 @@ def _special(owner: Any, name: str) -> Any:
 def _class_facts(cls: type) -> dict[str, Any]:
     """What the judge's stand-in type for a class shows: its name and, for a dataclass,
     each field as [name, init, has a default, the default where it is plain data]."""
-    import dataclasses
 
     if not dataclasses.is_dataclass(cls):
         return {"name": cls.__name__}

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from torch import Tensor
+from torch import Tensor, strided
 
 KEEP = 16384  # recorded copies, and at most KEEP_BYTES of them (the worker keeps as many
 KEEP_BYTES = 256 * 1024 * 1024  # of its tensors alive: worker.Sent)
@@ -108,6 +108,38 @@ def adopt(argument: Tensor, facts: Facts) -> None:
     _keep(replace(facts, copy=argument, version=_version(argument), returned=False))
 
 
+# Where each tensor argument of a worker's last call lay there and lies here:
+# id(worker) -> [(its copy's data pointer, storage start, storage end, ours)].
+_PLACED: dict[int, list[tuple[int, int, int, int]]] = {}
+
+
+def new_call(worker: Any) -> None:
+    """`worker` answered another call: what its earlier calls' copies were is forgotten."""
+    _PLACED[id(worker)] = []
+
+
+def placed(argument: Tensor, facts: Facts, span_bytes: int) -> None:
+    """The worker's copy of `argument` (the judge's) lies at `facts`, `span_bytes` long
+    from its storage's start: an address inside it has a place in `argument`'s memory."""
+    if argument.device.type != "meta":
+        entry = (facts.ptr, facts.base, facts.base + span_bytes, int(argument.data_ptr()))
+        _PLACED.setdefault(id(facts.worker), []).append(entry)
+
+
+def judge_address(address: Any) -> Any:
+    """The judge's address for a data pointer a candidate reported (an int): where it
+    falls in the worker's copy of a tensor argument of the last call, the same place in
+    the judge's tensor (worker-reported: `worker_reported`). Anything else, and every
+    value in-process, as it is."""
+    if type(address) is not int:
+        return address
+    for entries in _PLACED.values():
+        for ptr, start, end, ours in entries:
+            if address == ptr or start <= address < end:
+                return ours + (address - ptr)
+    return address
+
+
 def rebind(copy: Tensor, alias: Tensor) -> None:
     """`alias` (same memory) stands for the returned `copy` from now on: it has its facts."""
     found = facts_of(copy, arguments=False)
@@ -167,12 +199,12 @@ def gradients_by_test(worker: Any) -> list[tuple[int, Tensor]]:
     asked: (serial, gradient) pairs."""
     found = []
     for copy in {id(copy): copy for copy in [*_WALK["grad"], *_RECENT_GRAD]}.values():
+        if copy.grad is None or not copy.requires_grad:
+            continue  # no backward reached it: the common case, decided cheaply
         facts = _BY_STORAGE.get(_storage_key(copy))
         if facts is None or facts.copy is not copy:
             continue
         if facts.worker is not worker or facts.generation != worker.generation:
-            continue
-        if not copy.requires_grad or copy.grad is None:
             continue
         held, seen = _GRADIENTS.get(id(copy), (copy, None))
         seen = seen if held is copy else None
@@ -330,9 +362,11 @@ def reference(tensor: Tensor, worker: Any = None) -> list[Any] | None:
 
 
 def tensors_in(value: Any, depth: int = 0) -> Iterator[Tensor]:
-    """Every tensor in nested lists, tuples and dict values."""
+    """Every tensor with memory of its own (strided: not a sparse one) in nested lists,
+    tuples and dict values."""
     if isinstance(value, Tensor):
-        yield value
+        if value.layout == strided:
+            yield value
     elif depth < 8 and isinstance(value, list | tuple):
         for item in value:
             yield from tensors_in(item, depth + 1)
@@ -346,6 +380,7 @@ __all__ = [
     "data_ptr",
     "identity",
     "is_instance",
+    "judge_address",
     "same_objects",
     "storage",
     "worker_reported",
