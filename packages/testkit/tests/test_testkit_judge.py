@@ -381,6 +381,42 @@ def make(n):
 
 def bump():
     MADE[-1].n += 1
+
+KEPT = {}
+
+def report(n):
+    KEPT["n"] = n  # one dict handed out again and again (a shared report)
+    return KEPT
+
+def fresh(n):
+    return {"n": n}
+
+def leave_grad_on():
+    torch.set_grad_enabled(True)
+
+def probe_module(module, x):
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError("module must be an nn.Module")
+    flags = [(m, m.training) for _, m in module.named_modules()]
+    module.eval()
+    out = module(x)
+    for m, flag in flags:
+        m.training = flag
+    return out.requires_grad, [flag for _, flag in flags]
+
+def backward_through(module, x):
+    module(x).sum().backward()
+
+def compiled_twice(fn, x):
+    calls = []
+
+    def backend(graph, example_inputs):
+        calls.append(1)
+        return graph
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=backend, dynamic=False)
+    return compiled(x), compiled(x), len(calls)
 """
 
 
@@ -446,6 +482,77 @@ def test_a_returned_dataclass_is_read_without_a_round_trip_until_the_worker_runs
     assert worker.exchanges == sent  # the fields came with the call's answer
     holder.bump()
     assert out.n == 4  # the worker ran code since: read again
+
+
+def test_a_list_or_dict_a_call_returns_keeps_the_workers_identity(holder) -> None:  # type: ignore[no-untyped-def]
+    from gptlab_testkit.worker_facts import identity, worker_reported
+
+    first, second = holder.report(1), holder.report(2)
+    assert first is not second and identity(first) == identity(second)  # one object there
+    assert worker_reported(first) == " (worker-reported)"
+    assert identity(holder.fresh(1)) != identity(holder.fresh(1))
+
+
+def test_grad_mode_a_candidate_leaves_switched_is_left_switched_here(holder) -> None:  # type: ignore[no-untyped-def]
+    with torch.no_grad():
+        holder.leave_grad_on()
+        assert torch.is_grad_enabled(), "the candidate's switch did not reach the judge"
+
+
+class _Probed(torch.nn.Module):  # the test's own module: its mode is the candidate's to switch
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 2)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.linear(x))
+
+
+def test_a_tests_own_module_is_an_nn_module_there_whose_modes_may_be_switched(holder) -> None:  # type: ignore[no-untyped-def]
+    module = _Probed().train()
+    module.drop.eval()  # mixed flags: each one must come back
+
+    records, flags = holder.probe_module(module, torch.ones(1, 3))
+
+    assert records is True and flags == [True, True, False]
+    assert [m.training for m in module.modules()] == [True, True, False]
+
+
+def test_a_backward_through_a_tests_module_output_reaches_its_parameters(holder) -> None:  # type: ignore[no-untyped-def]
+    module = _Probed().eval()
+    holder.backward_through(module, torch.ones(1, 3))
+    assert module.linear.weight.grad is not None  # as in one process: a .grad was left
+
+
+def test_a_reference_models_mode_stays_out_of_reach(holder) -> None:  # type: ignore[no-untyped-def]
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Dropout(0.5)).train()
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        holder.probe_module(reference, torch.ones(1, 3))
+    assert reference.training
+
+
+def _pure(x: torch.Tensor) -> torch.Tensor:
+    return torch.sin(x) * 2
+
+
+def test_a_pure_test_function_travels_as_source_and_compiles_in_the_worker(holder) -> None:  # type: ignore[no-untyped-def]
+    from gptlab_testkit.shipping import as_source
+
+    x = torch.linspace(0, 1, 4)
+    first, second, compilations = holder.compiled_twice(_pure, x)
+    assert torch.allclose(first, _pure(x)) and torch.allclose(second, _pure(x))
+    assert compilations == 1  # traced once, reused: a real function there, not a stand-in
+    assert as_source(_pure) is not None
+    assert as_source(holder_state_reader) is None  # it reads the test's state: lent
+
+
+SEEN: list[int] = []
+
+
+def holder_state_reader(x: torch.Tensor) -> torch.Tensor:
+    SEEN.append(1)
+    return x
 
 
 def test_an_argument_moved_to_other_memory_is_moved_in_the_judge_too(holder) -> None:  # type: ignore[no-untyped-def]

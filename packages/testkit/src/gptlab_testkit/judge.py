@@ -46,7 +46,7 @@ from typing import Any
 
 import torch
 
-from . import lending, reaper, remote_autograd, sandbox, wire, worker_facts
+from . import lending, reaper, remote_autograd, sandbox, shipping, wire, worker_facts
 
 JUDGE_VARIABLE = "GPTLAB_JUDGE"
 TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
@@ -54,15 +54,15 @@ TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 # data and generators; P25, whose expert callables are lent (`lending`); the modules
 # P14, P16, PT06 and PT08 (a handle: gradients cross the wire both ways, `remote_autograd`;
 # parameter identity and pointers are worker-reported). The covered set is measured
-# (`known_bad --judge`): faithful candidates pass, known-bad and clause mutants fail. Left
-# out, in-process: the drills that hand torch.compile a function (P27) or a process group
-# (P28) to the candidate, P17 (a module the test defines, handed to the candidate), and
-# P01, whose report of data pointers compares two calls' views of one tensor (each call's
-# arguments are the worker's copies).
+# (`known_bad --judge`): faithful candidates pass, known-bad and clause mutants fail.
+# P01's data pointers are read as the judge's addresses (`worker_facts.judge_address`);
+# P17's module, the test's own, is lent as an nn.Module whose mode the candidate may switch
+# (`lending.test_owned`); P27's functions travel as source, so torch.compile traces them in
+# the worker (`shipping`). Left out, in-process: P28, whose ranks share a process group.
 JUDGED_DRILLS = (
     "P01", "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
-    "P14", "P15", "P16", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
-    "PT06", "PT08", "PT17", "PT28",
+    "P14", "P15", "P16", "P17", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
+    "P27", "PT06", "PT08", "PT17", "PT28",
 )  # fmt: skip
 # Every mechanism, the models among them: their objects are handles (a class of the
 # candidate's module is a type of the judge's, `RemoteClass`, so dataclass configs and
@@ -212,6 +212,7 @@ class Worker:
         self.zygote: tuple[int, int, int] | None = None  # see `_fork`
         self.forked_in = 0
         self.lent: OrderedDict[int, Any] = OrderedDict()  # id -> what we lent it, recent last
+        self.owned: set[int] = set()  # lent objects a test's own module gave (`lending`)
         self.methods: set[tuple[str, str]] = set()  # (class name, method name) seen so far
         self.classes: dict[str, RemoteClass] = {}  # the candidate module's classes, by name
         self.random_state: torch.Tensor | None = None  # the CPU random state the worker has
@@ -442,12 +443,23 @@ class Worker:
             return {"p": value._path}
         if type(value) is object:
             return {"o": "object"}
+        if isinstance(value, torch.Tensor):  # only a graph's output is lent (`lending`)
+            self.lent[id(value)] = value
+            while len(self.lent) > lending.MAX_LENT:
+                self.owned.discard(self.lent.popitem(last=False)[0])
+            return {"j": id(value), "kind": "Tensor"}
+        source = shipping.as_source(value)
+        if source is not None:  # a pure function of the test's: defined again there
+            return {"src": source}
         lending.check_lendable(value)
         self.lent[id(value)] = value
         self.lent.move_to_end(id(value))
         while len(self.lent) > lending.MAX_LENT:  # the least recently used goes first
-            self.lent.popitem(last=False)
-        return {"j": id(value), "kind": type(value).__qualname__[:100]}
+            self.owned.discard(self.lent.popitem(last=False)[0])
+        reference = {"j": id(value), "kind": type(value).__qualname__[:100]}
+        if isinstance(value, torch.nn.Module):  # an nn.Module there too (`worker.LentModule`)
+            reference["module"] = 1
+        return reference
 
     def read(self, ref: list[Any]) -> Any:
         """The current values of a view of a tensor this worker sent (`worker_facts`)."""
@@ -615,12 +627,16 @@ def _call_worker(
     reply = worker.request(message, blobs)
     reply_blobs = reply.pop("_blobs")
     _mirror([*args, *kwargs.values()], reply.get("after") or [], reply_blobs, worker)
+    if isinstance(reply.get("grad_after"), bool):  # the candidate left grad mode switched,
+        torch.set_grad_enabled(reply["grad_after"])  # as it would have left ours (worker-reported)
     for mode in guards:
         mode.seen.extend(f"{seen} (worker-reported)" for seen in reply.get("seen") or [])
     counts = [reply.get("calls") or 0, reply.get("largest") or 0]
     if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
         raise wire.WireError("malformed call count")
     value = worker.decode(reply["value"], reply_blobs)
+    if isinstance(value, dict | list) and isinstance(reply.get("serial"), int):
+        worker_facts.returned_object(value, worker, reply["serial"])
     if isinstance(value, RemoteObject) and isinstance(reply.get("fields"), dict):
         value._remember_fields(worker.decode(reply["fields"], reply_blobs))
     if through:  # the test's backward goes on through the call into its own tensors

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import types
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -48,10 +50,28 @@ ENTERING = ("__enter__", "__exit__")
 UNCHANGED_ALLOWED = frozenset({"eval", "train", "to"})  # where the call changes nothing
 
 
-def attribute(owner: Any, name: Any, *, calling: bool = False) -> Any:
-    """`owner.name`, for the candidate, within the limits above."""
+# What a candidate may do to a module the test itself defines and hands it to be probed
+# (P17 switches its train/eval mode and puts each submodule's flag back): the modes only.
+# Weights, dtype, device and hooks stay out of reach there too.
+MODE_SWITCHES = frozenset({"train", "eval"})
+
+
+def test_owned(value: Any) -> bool:
+    """A module whose class a test file defines (the probe's subject, not a reference)."""
+    if not isinstance(value, torch.nn.Module):
+        return False
+    module = sys.modules.get(type(value).__module__)
+    name = Path(str(getattr(module, "__file__", "") or "")).name
+    return name.startswith("test_") or name == "conftest.py"
+
+
+def attribute(owner: Any, name: Any, *, calling: bool = False, owned: bool = False) -> Any:
+    """`owner.name`, for the candidate, within the limits above (`owned`: a module of the
+    test's own, whose mode the candidate may switch)."""
     if not isinstance(name, str) or (name.startswith("_") and not (calling and name in ENTERING)):
         raise AttributeError(f"{name!r}: the grader's objects show only their public names")
+    if owned and isinstance(owner, torch.nn.Module) and name in MODE_SWITCHES:
+        return getattr(owner, name)
     if isinstance(owner, torch.nn.Module) and name in UNCHANGED_ALLOWED:
         return _Unchanging(owner, name)
     if name.startswith("register_") or (
@@ -112,22 +132,41 @@ def answer(worker: Worker, message: dict[str, Any], blobs: list[bytes]) -> tuple
         kwargs = worker.decode(message.get("kwargs") or {"D": []}, blobs, returned=False)
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise wire.WireError("malformed callback")
+        owned = id(target) in worker.owned or test_owned(target)
         with _modes(message):
-            value = _perform(target, str(message.get("do")), message.get("name"), args, kwargs)
+            do, name = str(message.get("do")), message.get("name")
+            value = _perform(target, do, name, args, kwargs, owned=owned)
+        if owned:  # what a test's own module gives (its submodules) is the test's too
+            worker.owned.update(id(item) for item in _values_in(value))
         after = [_after(item, out) for item in [*args, *kwargs.values()]]
-        return {"cb": 1, "value": wire.encode(value, out, worker.reference_of), "after": after}, out
+        reply = {"cb": 1, "value": wire.encode(value, out, worker.reference_of), "after": after}
+        if owned and isinstance(value, torch.Tensor) and value.grad_fn is not None:
+            reply["graph"] = worker.reference_of(value)["j"]  # a backward there reaches it
+        return reply, out
     except wire.WireError:
         raise
     except Exception as error:  # the judge's code raised (a FloorContext's ValueError)
         return {"cb": 1, "raised": [type(error).__name__, str(error)[:2000]]}, []
 
 
-def _perform(target: Any, do: str, name: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+def _perform(
+    target: Any, do: str, name: Any, args: list[Any], kwargs: dict[str, Any], *, owned: bool
+) -> Any:
     if do == "getattr":
-        return attribute(target, name)
+        return attribute(target, name, owned=owned)
+    if do == "setattr":  # only a test's own module's mode flag (P17 restores each one)
+        if not (owned and name == "training" and len(args) == 1 and isinstance(args[0], bool)):
+            raise AttributeError(f"{name!r}: the grader's objects cannot be changed")
+        target.training = args[0]
+        return None
     if do == "call":
-        function = target if name is None else attribute(target, name, calling=True)
+        function = target if name is None else attribute(target, name, calling=True, owned=owned)
         return function(*args, **kwargs)
+    if do == "backward" and isinstance(target, torch.Tensor) and len(args) == 1:
+        # the worker's backward through what a test's own module returned it: on into the
+        # module's parameters here, as in one process (P17.12: no .grad may be left)
+        torch.autograd.backward(target, args[0])
+        return None
     if do == "list":
         items = list(itertools.islice(iter(target), MAX_ITEMS + 1))
         if len(items) > MAX_ITEMS:
@@ -142,6 +181,16 @@ def _perform(target: Any, do: str, name: Any, args: list[Any], kwargs: dict[str,
     if do == "getitem" and len(args) == 1:
         return target[args[0]]
     raise wire.WireError(f"unknown callback {do!r}")
+
+
+def _values_in(value: Any, depth: int = 0) -> list[Any]:
+    """The modules and generators in `value`, in its lists and tuples too (`named_modules`
+    gives (name, module) pairs): what is lent, and held while lent, so its id names it."""
+    if isinstance(value, torch.nn.Module | types.GeneratorType):
+        return [value]
+    if depth < 3 and isinstance(value, list | tuple):
+        return [found for item in value for found in _values_in(item, depth + 1)]
+    return []
 
 
 @contextlib.contextmanager

@@ -274,12 +274,30 @@ def serial_of(value: Any, worker: Any, *, arguments: bool = False) -> int | None
     return found[0].serial if found[0].generation == worker.generation else None
 
 
-def identity(tensor: Tensor) -> tuple[Any, ...]:
-    """Equal for the same tensor object: the worker's object where it reported one."""
-    found = facts_of(tensor, arguments=False)
-    if found is not None and found[0].copy is tensor:
-        return ("worker", id(found[0].worker), found[0].generation, found[0].serial)
-    return ("judge", id(tensor))
+# A list or dict a worker's call returned: id(our copy) -> (copy, worker, generation, serial).
+_OBJECTS: OrderedDict[int, tuple[Any, Any, int, int]] = OrderedDict()
+
+
+def returned_object(value: Any, worker: Any, serial: int) -> None:
+    """`value` (our copy) is the list or dict the worker names `serial` (`judge`)."""
+    _OBJECTS[id(value)] = (value, worker, worker.generation, serial)
+    _OBJECTS.move_to_end(id(value))
+    while len(_OBJECTS) > KEEP:
+        _OBJECTS.popitem(last=False)
+
+
+def identity(value: Any) -> tuple[Any, ...]:
+    """Equal for the same object: the worker's object where it reported one (a tensor, or
+    a list or dict a call returned)."""
+    if isinstance(value, Tensor):
+        found = facts_of(value, arguments=False)
+        if found is not None and found[0].copy is value:
+            return ("worker", id(found[0].worker), found[0].generation, found[0].serial)
+    else:
+        known = _OBJECTS.get(id(value))
+        if known is not None and known[0] is value:
+            return ("worker-object", id(known[1]), known[2], known[3])
+    return ("judge", id(value))
 
 
 def data_ptr(tensor: Tensor) -> tuple[Any, ...]:
@@ -327,6 +345,7 @@ def same_objects(now: Any, before: Any) -> bool:
 def worker_reported(*values: Any) -> str:
     """`" (worker-reported)"` when a fact about these values came from a worker, else `""`."""
     reported = any(facts_of(t) is not None for value in values for t in tensors_in(value))
+    reported = reported or any(identity(value)[0] == "worker-object" for value in values)
     return WORKER_REPORTED if reported else ""
 
 
