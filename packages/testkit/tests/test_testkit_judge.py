@@ -532,6 +532,25 @@ def test_a_reference_models_mode_stays_out_of_reach(holder) -> None:  # type: ig
     assert reference.training
 
 
+class _Wrapping(torch.nn.Module):  # a test's recorder around a reference model
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x).logits
+
+
+def test_a_tests_wrapper_around_a_reference_model_keeps_its_mode_out_of_reach(holder) -> None:  # type: ignore[no-untyped-def]
+    import tinygpt
+
+    sizes = {"vocab_size": 8, "context_length": 4, "d_model": 4, "n_layers": 1, "n_heads": 1}
+    wrapper = _Wrapping(tinygpt.TinyGPT(tinygpt.GPTConfig(**sizes, d_ff=8))).train()
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        holder.probe_module(wrapper, torch.zeros(1, 2, dtype=torch.long))
+    assert wrapper.training and wrapper.inner.training
+
+
 def _pure(x: torch.Tensor) -> torch.Tensor:
     return torch.sin(x) * 2
 

@@ -57,10 +57,18 @@ MODE_SWITCHES = frozenset({"train", "eval"})
 
 
 def test_owned(value: Any) -> bool:
-    """A module whose class a test file defines (the probe's subject, not a reference)."""
-    if not isinstance(value, torch.nn.Module):
+    """A module whose class a test file defines, made of such modules and torch's own
+    layers only (the probe's subject): not a reference model, nor a test's wrapper around
+    one (a scheduler test's recorder), whose mode would move the oracle."""
+    if not isinstance(value, torch.nn.Module) or not _of_a_test(type(value)):
         return False
-    module = sys.modules.get(type(value).__module__)
+    return all(
+        _of_a_test(type(m)) or type(m).__module__.startswith("torch.") for m in value.modules()
+    )
+
+
+def _of_a_test(kind: type) -> bool:
+    module = sys.modules.get(kind.__module__)
     name = Path(str(getattr(module, "__file__", "") or "")).name
     return name.startswith("test_") or name == "conftest.py"
 
