@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 import types
 from pathlib import Path
@@ -538,16 +539,34 @@ class _Wrapping(torch.nn.Module):  # a test's recorder around a reference model
         self.inner = inner
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x).logits
+        return self.inner(x)
 
 
-def test_a_tests_wrapper_around_a_reference_model_keeps_its_mode_out_of_reach(holder) -> None:  # type: ignore[no-untyped-def]
-    import tinygpt
+REFERENCE_LIKE = """
+import torch
 
-    sizes = {"vocab_size": 8, "context_length": 4, "d_model": 4, "n_layers": 1, "n_heads": 1}
-    wrapper = _Wrapping(tinygpt.TinyGPT(tinygpt.GPTConfig(**sizes, d_ff=8))).train()
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.linear(x)
+"""
+
+
+def test_a_tests_wrapper_around_a_reference_model_keeps_its_mode_out_of_reach(
+    holder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    package = types.ModuleType("reference_like")  # a package's model: not a test's, not torch's
+    package.__file__ = "/site-packages/reference_like/model.py"
+    exec(REFERENCE_LIKE, package.__dict__)
+    monkeypatch.setitem(sys.modules, "reference_like", package)
+    package.Model.__module__ = "reference_like"
+    wrapper = _Wrapping(package.Model()).train()
     with pytest.raises(AttributeError, match="cannot be changed"):
-        holder.probe_module(wrapper, torch.zeros(1, 2, dtype=torch.long))
+        holder.probe_module(wrapper, torch.ones(1, 3))
     assert wrapper.training and wrapper.inner.training
 
 
