@@ -203,13 +203,18 @@ def _innermost_user_frame(error: BaseException) -> str:
     return where if "candidates.py" not in where else ""
 
 
+def _judged_file(variable: str, spec: str) -> bool:
+    """Is `spec` a candidate file that runs in a worker (gptlab_testkit.judge)?"""
+    from .judge import judged
+
+    return spec.endswith(".py") and spec != VARIABLES[variable].default_module and judged(variable)
+
+
 def _judged_module(variable: str, spec: str) -> Any:
     """Judge mode: a candidate file runs in a worker, never here (gptlab_testkit.judge)."""
-    from .judge import judged, remote_module
+    from .judge import remote_module
 
-    if spec.endswith(".py") and spec != VARIABLES[variable].default_module and judged(variable):
-        return remote_module(variable, spec)
-    return None
+    return remote_module(variable, spec) if _judged_file(variable, spec) else None
 
 
 def spawn_judged_workers() -> None:
@@ -217,12 +222,11 @@ def spawn_judged_workers() -> None:
     now (`judge.spawn_early`), so that it is ready when the tests ask for it."""
     if os.environ.get("GPTLAB_LISTING_EXPECTED"):
         return
-    from .judge import judged, spawn_early
+    from .judge import spawn_early
 
     for variable in VARIABLES:
         spec = module_spec(variable)
-        swapped = spec.endswith(".py") and spec != VARIABLES[variable].default_module
-        if swapped and judged(variable) and Path(spec).is_file():
+        if _judged_file(variable, spec) and Path(spec).is_file():
             spawn_early(variable, spec)
 
 

@@ -18,6 +18,10 @@ def default_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+# The judge's mode for a run (`judge.judged`): "all", "default" (the variables in
+# `judge.JUDGED`), else none. Here so that grade and the plugin name it without torch.
+JUDGE_VARIABLE = "GPTLAB_JUDGE"
+
 # A grading run is started while grade lists its expected tests, and waits on this pipe
 # (before any conftest or candidate is imported) until the list is made.
 HOLD_FD_VARIABLE = "GPTLAB_HOLD_FD"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments, select_test_files
 from .checkout import CheckoutError, find_checkout
-from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
+from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, JUDGE_VARIABLE, default_workers
 from .expected import (
     Expected,
     judged_returncode,
@@ -248,9 +248,6 @@ def grade_run(
         *pytest_args,
     ]
     names = ", ".join(f"{variable}={module}" for variable, module in assignments.items())
-    from .judge import JUDGE_VARIABLE  # here: judge imports torch, and grade's argument
-    # checks must answer before torch is imported (test_testkit_grade_doors)
-
     judging = {JUDGE_VARIABLE: "all" if getattr(options, "judge", False) else "default"}
     judging |= {"GPTLAB_JUDGE_TIMEOUT": f"{options.timeout:g}"}
     judging |= {"GPTLAB_JUDGE_MEMORY_MIB": str(options.memory_limit)}

@@ -47,8 +47,8 @@ from typing import Any
 import torch
 
 from . import lending, reaper, remote_autograd, sandbox, shipping, wire, worker_facts
+from .defaults import JUDGE_VARIABLE as JUDGE_VARIABLE  # re-exported: callers' name
 
-JUDGE_VARIABLE = "GPTLAB_JUDGE"
 TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 # The variables graded in judge mode by default: drills of functions over tensors, plain
 # data and generators; P25, whose expert callables are lent (`lending`); the modules
@@ -444,22 +444,23 @@ class Worker:
         if type(value) is object:
             return {"o": "object"}
         if isinstance(value, torch.Tensor):  # only a graph's output is lent (`lending`)
-            self.lent[id(value)] = value
-            while len(self.lent) > lending.MAX_LENT:
-                self.owned.discard(self.lent.popitem(last=False)[0])
-            return {"j": id(value), "kind": "Tensor"}
+            return {"j": self._lend(value), "kind": "Tensor"}
         source = shipping.as_source(value)
         if source is not None:  # a pure function of the test's: defined again there
             return {"src": source}
         lending.check_lendable(value)
-        self.lent[id(value)] = value
-        self.lent.move_to_end(id(value))
-        while len(self.lent) > lending.MAX_LENT:  # the least recently used goes first
-            self.owned.discard(self.lent.popitem(last=False)[0])
-        reference = {"j": id(value), "kind": type(value).__qualname__[:100]}
+        reference = {"j": self._lend(value), "kind": type(value).__qualname__[:100]}
         if isinstance(value, torch.nn.Module):  # an nn.Module there too (`worker.LentModule`)
             reference["module"] = 1
         return reference
+
+    def _lend(self, value: Any) -> int:
+        """Hold `value` for the worker's callbacks; the least recently used goes first."""
+        self.lent[id(value)] = value
+        self.lent.move_to_end(id(value))
+        while len(self.lent) > lending.MAX_LENT:
+            self.owned.discard(self.lent.popitem(last=False)[0])
+        return id(value)
 
     def read(self, ref: list[Any]) -> Any:
         """The current values of a view of a tensor this worker sent (`worker_facts`)."""

@@ -25,12 +25,11 @@ import contextlib
 import itertools
 import sys
 import types
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import wire
+from . import shipping, wire
 
 if TYPE_CHECKING:
     from .judge import Worker
@@ -69,8 +68,7 @@ def test_owned(value: Any) -> bool:
 
 def _of_a_test(kind: type) -> bool:
     module = sys.modules.get(kind.__module__)
-    name = Path(str(getattr(module, "__file__", "") or "")).name
-    return name.startswith("test_") or name == "conftest.py"
+    return shipping.in_a_test_file(str(getattr(module, "__file__", "") or ""))
 
 
 def attribute(owner: Any, name: Any, *, calling: bool = False, owned: bool = False) -> Any:

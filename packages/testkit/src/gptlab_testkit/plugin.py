@@ -57,7 +57,7 @@ from .candidates import (
 )
 from .defaults import DEFAULT_MEMORY_MIB as DEFAULT_MEMORY_MIB  # re-exported: callers' names
 from .defaults import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
-from .defaults import HOLD_FD_VARIABLE
+from .defaults import HOLD_FD_VARIABLE, JUDGE_VARIABLE
 from .defaults import default_workers as default_workers
 from .isolation import (
     CRASHES_BEFORE_STOP,
@@ -186,7 +186,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """A grading run (grade sets the judge's mode): each judged candidate's worker starts
     before the conftests that ask for it are imported, so its interpreter imports torch
     while this process imports the suites (`judge.spawn_early`)."""
-    if os.environ.get("GPTLAB_JUDGE") and not early_config.known_args_namespace.collectonly:
+    if os.environ.get(JUDGE_VARIABLE) and not early_config.known_args_namespace.collectonly:
         spawn_judged_workers()
     _wait_until_released()
 

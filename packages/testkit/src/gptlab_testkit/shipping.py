@@ -29,10 +29,17 @@ SHIPPED_MODULES = frozenset({"torch", "math"})  # what a shipped function may na
 MAX_SOURCE = 20_000  # characters: a test's helper, not a module
 
 
+def in_a_test_file(filename: str) -> bool:
+    """A test file's path (`test_*.py`, `conftest.py`): where a test defines what it hands
+    a candidate (here a function; in `lending.test_owned` a module's class)."""
+    name = Path(filename).name
+    return name.startswith("test_") or name == "conftest.py"
+
+
 def as_source(value: Any) -> list[Any] | None:
     """`value` as [identity, source, name, {global name: module}] when it is a pure test
     function (see above), else None (it is lent)."""
-    if not isinstance(value, types.FunctionType) or not _in_a_test_file(value.__code__):
+    if not isinstance(value, types.FunctionType) or not in_a_test_file(value.__code__.co_filename):
         return None
     if value.__code__.co_freevars or value.__defaults__ or value.__kwdefaults__:
         return None
@@ -50,11 +57,6 @@ def as_source(value: Any) -> list[Any] | None:
     if not source.startswith(f"def {value.__name__}(") or len(source) > MAX_SOURCE:
         return None  # decorated, a lambda, or not what it seems
     return [id(value), source, value.__name__, modules]
-
-
-def _in_a_test_file(code: types.CodeType) -> bool:
-    name = Path(code.co_filename).name
-    return name.startswith("test_") or name == "conftest.py"
 
 
 def _globals_read(code: types.CodeType) -> set[str]:

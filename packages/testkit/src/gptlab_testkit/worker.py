@@ -408,9 +408,8 @@ class Server:
         if isinstance(value, JudgeObject):  # the judge's own object, going home
             return {"j": value._ident, "kind": value._kind}
         self.objects[id(value)] = value
-        name = type(value).__name__
-        if getattr(self.module, name, None) is type(value):  # a class of the candidate's
-            return {"h": id(value), "kind": name, "cls": 1}  # module: the judge's proxy type
+        if self._of_module(type(value)):  # a class of the candidate's module: the judge's
+            return {"h": id(value), "kind": type(value).__name__, "cls": 1}  # proxy type
         return {"h": id(value), "kind": type(value).__qualname__}
 
     def lent(self, data: dict[str, Any]) -> Any:
@@ -677,7 +676,8 @@ class Server:
             reply["serial"] = self.kept.serial(result)
         if grad_after != (message.get("grad", True) is True):
             reply["grad_after"] = grad_after  # so: the judge's mode is left switched too
-        if self._of_module_dataclass(result):  # its fields now: the judge reads them next
+        if dataclasses.is_dataclass(result) and self._of_module(type(result)):
+            # a dataclass of the candidate's (a model's output): its fields now, read next
             fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
             reply["fields"] = self.encode(fields, out)
         if mode is not None:
@@ -686,10 +686,9 @@ class Server:
             reply["largest"] = mode.largest
         return reply, out
 
-    def _of_module_dataclass(self, value: Any) -> bool:
-        """An instance of a dataclass the candidate's module defines (a model's output)."""
-        kind = type(value)
-        return dataclasses.is_dataclass(kind) and getattr(self.module, kind.__name__, None) is kind
+    def _of_module(self, kind: type) -> bool:
+        """Is `kind` a class the candidate's module defines (by its name there)?"""
+        return getattr(self.module, kind.__name__, None) is kind
 
     def write_through(self, writes: list[Any], blobs: list[bytes]) -> None:
         """What the test wrote into its copy of one of our tensors, written into ours."""
