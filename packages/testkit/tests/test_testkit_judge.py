@@ -890,3 +890,64 @@ def test_a_write_into_a_workers_tensor_waits_for_that_workers_next_call(
             parameter.zero_()
     assert torch.equal(call(worker, "double", torch.ones(2)), torch.full((2,), 2.0))  # type: ignore[arg-type]
     assert torch.equal(net(torch.ones(1, 3)), torch.zeros(1, 3))
+
+
+RANK = """
+import torch
+import torch.distributed as dist
+
+def reduce_and_leave(x):
+    dist.all_reduce(x)
+    dist.all_gather_into_tensor(torch.empty(2), x, async_op=True)  # never waited
+    return dist.get_world_size()
+"""
+
+
+def test_a_judged_rank_joins_its_group_in_the_worker_and_the_record_is_worker_reported(
+    tmp_path: Path,
+) -> None:
+    import torch.distributed as dist
+
+    from gptlab_testkit import ranks
+
+    module, worker = candidate_module(tmp_path, "DRILL_P28_MODULE", RANK)
+    store = dist.TCPStore("127.0.0.1", 0, 2, True, wait_for_workers=False)  # us + one rank
+    heard: list[tuple[str, str]] = []
+    try:
+        rank = ranks.join(module, 0, 1, store.port, 2.0, 5.0, lambda *c: heard.append(c))
+        x = torch.ones(2)
+        assert module.reduce_and_leave(x) == 1  # a world of one, joined in the worker
+        assert not dist.is_initialized(), "the judge joined no group"
+        calls, unwaited = rank.take()
+        assert (
+            calls
+            == heard
+            == [
+                ("all_reduce", "float32 [2]"),
+                ("all_gather_into_tensor", "float32 [2], float32 [2]"),
+            ]
+        )
+        assert unwaited == ["all_gather_into_tensor (collective #2)"]
+        assert rank.reported == " (worker-reported)"
+        assert rank.take() == ([], [])  # each take is the record since the last one
+        group = ranks.torch_beside(module, "torch.distributed")
+        assert group.get_world_size() == 1  # the job's own calls: the worker's group too
+    finally:
+        worker.stop()
+
+
+def test_the_worker_names_only_torch_modules_and_says_collectives_only_in_a_group(
+    worker: Worker,
+) -> None:
+    from gptlab_testkit import ranks
+
+    with pytest.raises(ValueError, match="name must be a module of torch's, got 'os'"):
+        ranks.torch_beside(object(), "os")
+    assert ranks.torch_beside(object(), "torch.distributed") is torch.distributed
+    with pytest.raises(ValueError, match="a module of torch's"):  # asked of the worker itself
+        worker.request({"op": "getattr", "handle": None, "module": "os", "name": "getcwd"}, [])
+    with pytest.raises(wire.WireError, match="from a worker in no group"):
+        worker._entered(["all_reduce", "float32 [2]"])
+    worker.on_entered = lambda *call: None
+    with pytest.raises(wire.WireError, match="malformed collective"):
+        worker._entered(["all_reduce", 3])

@@ -1,50 +1,48 @@
 """Two real Gloo ranks on loopback for P28's suite, started once per test module.
 
-The ranks are forked from the test process, so they hold the candidate the module loaded;
-a test sends a job (the name of a module-level function, called as `job(rank, *args)`) and
-each rank's arguments, and gets each rank's return value back.
+The ranks are forked from the test process; a test sends a job (the name of a
+module-level function, called as `job(rank, *args)`) and each rank's arguments, and gets
+each rank's return value back. Where the candidate runs, each rank joins the group and
+records the collectives it enters through `torch.distributed` (name, tensor shapes and
+dtypes) and wraps every async work handle to see it waited on (`gptlab_testkit.ranks`):
+in-process that is the rank itself, which holds the candidate the module loaded; under
+the judge the rank never runs candidate code, and its worker joins the group and keeps
+the record (worker-reported).
 
-Each rank records the collectives it enters through `torch.distributed` (name, tensor
-shapes and dtypes) and wraps every async work handle to see it waited on. After a job the
-harness checks what the contract promises of every run: the ranks issued the same
-collectives in the same order, with the same shapes and dtypes, and no rank returned with a
-handle it never waited on. A rank that raises, dies or hangs is reported in one line naming
-the rank, its collective and, where the ranks disagreed, the mismatch. Every rank has two
-deadlines: Gloo's own (the process group's `timeout`) and the harness's, which kills both.
+After a job the harness checks what the contract promises of every run: the ranks issued
+the same collectives in the same order, with the same shapes and dtypes, and no rank
+returned with a handle it never waited on. A rank that raises, dies or hangs is reported
+in one line naming the rank, its collective and, where the ranks disagreed, the mismatch.
+Every rank has two deadlines: Gloo's own (the process group's `timeout`) and the
+harness's, which kills both (under the judge a rank's call that outlasts it ends its
+worker, and the rank reports itself hung).
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import faulthandler
-import functools
 import multiprocessing as mp
 import os
 import re
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from types import ModuleType
 from typing import Any
 
 import pytest
-import torch
 import torch.distributed as dist
+
+from gptlab_testkit import ranks as rank_group
+from gptlab_testkit.judge import WorkerGoneError, WorkerTimedOutError
 
 WORLD = 2
 GLOO_TIMEOUT_S = 2.0  # a collective whose peer never comes raises after this
 DEADLINE_S = 8.0  # the harness kills both ranks after this, whatever they are doing
-# Module-level collectives a rank records (the torch 2.13 names included).
-COLLECTIVES = (
-    "all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_gather",
-    "reduce_scatter", "all_gather_single", "reduce_scatter_single", "broadcast", "barrier",
-    "all_to_all_single", "all_to_all", "reduce", "gather", "scatter", "send", "recv",
-    "isend", "irecv", "_all_gather_base", "_reduce_scatter_base",
-)  # fmt: skip
+WORKER_DEADLINE_S = DEADLINE_S - 1.5  # under the judge: a rank's call ends its worker first
 
 
 class RankError(AssertionError):
@@ -67,93 +65,10 @@ class Outcome:
     """One rank's end of a job: done, raised, died or hung, and what it entered."""
 
     kind: str
-    detail: Any  # the value; (type name, message); the exit status; the deadline
+    detail: Any  # the value; (type name, message); (exit status, reason); the deadline
     calls: list[Call] = field(default_factory=list)
     unwaited: list[str] = field(default_factory=list)  # handles returned but never waited
-
-
-def _tensors(args: Sequence[Any]) -> str:
-    found: list[str] = []
-    for arg in args:
-        items = arg if isinstance(arg, list | tuple) else [arg]
-        for item in items:
-            if isinstance(item, torch.Tensor):
-                found.append(f"{str(item.dtype).removeprefix('torch.')} {list(item.shape)}")
-    return ", ".join(found)
-
-
-class _Waitable:
-    """A work handle (or its future) that notes when it is waited on."""
-
-    def __init__(self, inner: Any, on_wait: Callable[[], None]) -> None:
-        self._inner, self._on_wait = inner, on_wait
-
-    def wait(self, *args: Any, **kwargs: Any) -> Any:
-        self._on_wait()
-        return self._inner.wait(*args, **kwargs)
-
-    def value(self) -> Any:  # a future's result: available only once it completed
-        self._on_wait()
-        return self._inner.value()
-
-    def synchronize(self) -> Any:
-        self._on_wait()
-        return self._inner.synchronize()
-
-    def is_completed(self) -> bool:
-        done = bool(self._inner.is_completed())
-        if done:  # a poll that saw it finish is a wait
-            self._on_wait()
-        return done
-
-    def get_future(self) -> _Waitable:
-        return _Waitable(self._inner.get_future(), self._on_wait)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _Recorder:
-    """A rank's record of one job: the collectives entered, the handles not yet waited."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.calls: list[Call] = []
-        self.pending: dict[int, str] = {}
-
-    def reset(self) -> None:
-        self.calls, self.pending = [], {}
-
-    def wrap(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(original)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            entered = Call(name, _tensors([*args, *kwargs.values()]))
-            self.calls.append(entered)
-            self.conn.send(("enter", (entered.name, entered.tensors)))  # plain data
-            work = original(*args, **kwargs)
-            if work is None:
-                return None
-            label = f"{name} (collective #{len(self.calls)})"
-            key = len(self.calls)
-            self.pending[key] = label
-            return _Waitable(work, lambda: self.pending.pop(key, None))
-
-        return call
-
-    def install(self) -> None:
-        """Wrap the collectives in torch.distributed and wherever a module imported them."""
-        originals = {name: getattr(dist, name) for name in COLLECTIVES if hasattr(dist, name)}
-        wrapped = {name: self.wrap(name, fn) for name, fn in originals.items()}
-        by_identity = {id(fn): wrapped[name] for name, fn in originals.items()}
-        for name, fn in wrapped.items():
-            setattr(dist, name, fn)
-        for module in list(sys.modules.values()):  # `from torch.distributed import all_reduce`
-            if module is None or getattr(module, "__name__", "torch").startswith("torch"):
-                continue
-            with contextlib.suppress(Exception):
-                for key, value in list(vars(module).items()):
-                    if callable(value) and id(value) in by_identity:
-                        setattr(module, key, by_identity[id(value)])
+    reported: str = ""  # " (worker-reported)" when the record is the candidate's worker's
 
 
 def _quiet_stderr(path: str) -> None:
@@ -165,26 +80,34 @@ def _quiet_stderr(path: str) -> None:
 
 
 def _serve(rank: int, port: int, conn: Connection, module: ModuleType, log: str) -> None:
-    """One rank: join the group, then run jobs until told to stop."""
+    """One rank: join the group where the candidate runs, then run jobs until told to stop."""
     _quiet_stderr(log)
-    recorder = _Recorder(conn)
-    recorder.install()
-    store = dist.TCPStore("127.0.0.1", port, WORLD, False, timeout=datetime.timedelta(seconds=5))
-    dist.init_process_group(
-        "gloo", store=store, rank=rank, world_size=WORLD,
-        timeout=datetime.timedelta(seconds=GLOO_TIMEOUT_S),
-    )  # fmt: skip
+
+    def entered(name: str, tensors: str) -> None:
+        conn.send(("enter", (name, tensors)))  # plain data
+
+    here = rank_group.join(
+        module.drill, rank, WORLD, port, GLOO_TIMEOUT_S, WORKER_DEADLINE_S, entered
+    )
     while (message := conn.recv()) is not None:
         job, args = message
-        recorder.reset()
         try:
-            kind, detail = "done", getattr(module, job)(rank, *args)
-        except BaseException as error:  # every failure goes back to the test
-            text = re.sub(r"\[[^\]]*\.cc:\d+\] ", "", str(error))  # gloo's source path
-            kind, detail = "raised", (type(error).__name__, _one_line(text))
-        calls = [(call.name, call.tensors) for call in recorder.calls]
-        conn.send(("end", (kind, detail, calls, sorted(recorder.pending.values()))))
-    dist.destroy_process_group()
+            try:
+                kind, detail = "done", getattr(module, job)(rank, *args)
+            except WorkerGoneError:
+                raise
+            except BaseException as error:  # every failure goes back to the test
+                text = re.sub(r"\[[^\]]*\.cc:\d+\] ", "", str(error))  # gloo's source path
+                kind, detail = "raised", (type(error).__name__, _one_line(text))
+            calls, unwaited = here.take()
+        except WorkerGoneError as error:  # its worker died or hung: it left the group
+            hung = isinstance(error, WorkerTimedOutError)
+            detail = WORKER_DEADLINE_S if hung else (None, _one_line(str(error)))
+            conn.send(("end", ("hung" if hung else "died", detail, None, [], here.reported)))
+            return
+        conn.send(("end", (kind, detail, calls, unwaited, here.reported)))
+    with contextlib.suppress(Exception):  # in-process; under the judge it holds no group
+        dist.destroy_process_group()
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -275,8 +198,9 @@ class TwoRanks:
                 if kind == "enter":
                     entered[rank].append(Call(*payload))
                 else:
-                    end, detail, calls, unwaited = payload
-                    outcomes[rank] = Outcome(end, detail, [Call(*c) for c in calls], unwaited)
+                    end, detail, calls, unwaited, reported = payload
+                    known = entered[rank] if calls is None else [Call(*c) for c in calls]
+                    outcomes[rank] = Outcome(end, detail, known, unwaited, reported)
         final = [
             o if o is not None else Outcome("hung", DEADLINE_S, entered[rank])
             for rank, o in enumerate(outcomes)
@@ -311,6 +235,7 @@ def contract_breaks(outcomes: Sequence[Outcome]) -> list[str]:
     broken: list[str] = []
     first = outcomes[0].calls
     for rank, outcome in enumerate(outcomes[1:], start=1):
+        reported = outcomes[0].reported or outcome.reported
         for index in range(max(len(first), len(outcome.calls))):
             mine = outcome.calls[index] if index < len(outcome.calls) else None
             theirs = first[index] if index < len(first) else None
@@ -321,12 +246,12 @@ def contract_breaks(outcomes: Sequence[Outcome]) -> list[str]:
                     f"collective order differs at collective #{index + 1}: rank {rank} issued "
                     f"{mine.name if mine else 'nothing'} where rank 0 issued "
                     f"{theirs.name if theirs else 'nothing'} (rank 0: "
-                    f"{_names(first)}; rank {rank}: {_names(outcome.calls)})"
+                    f"{_names(first)}; rank {rank}: {_names(outcome.calls)}){reported}"
                 )
             else:
                 broken.append(
                     f"ranks disagree in {mine.name} (collective #{index + 1}): rank 0 passed "
-                    f"{theirs.tensors}, rank {rank} passed {mine.tensors}"
+                    f"{theirs.tensors}, rank {rank} passed {mine.tensors}{reported}"
                 )
             break
     for rank, outcome in enumerate(outcomes):
@@ -334,6 +259,7 @@ def contract_breaks(outcomes: Sequence[Outcome]) -> list[str]:
             broken.append(
                 f"rank {rank} returned before waiting on the async work of "
                 + ", ".join(outcome.unwaited)
+                + outcome.reported
             )
     return broken
 
@@ -347,13 +273,16 @@ def describe(rank: int, outcome: Outcome) -> str:
     where = (
         f"in or after {calls[-1]} (collective #{len(calls)})" if calls else "before any collective"
     )
+    if outcome.reported and outcome.kind in ("died", "hung"):  # its worker ended mid-call
+        where = "in a call to its worker, which was ended (where it was is not known)"
     if outcome.kind == "raised":
         return f"rank {rank} raised {outcome.detail[0]} {where}: {outcome.detail[1]}"
     if outcome.kind == "hung":
-        return f"rank {rank} did not finish within {DEADLINE_S:.0f} s; it was {where}"
+        return f"rank {rank} did not finish within {outcome.detail:.0f} s; it was {where}"
     status, reason = outcome.detail
     said = f": {reason}" if reason else ""
-    return f"rank {rank} died (exit status {status}) {where}{said}"
+    status_text = "" if status is None else f" (exit status {status})"
+    return f"rank {rank} died{status_text} {where}{said}"
 
 
 @pytest.fixture(scope="module")

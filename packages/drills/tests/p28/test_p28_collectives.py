@@ -3,24 +3,25 @@
 The `ranks` fixture (conftest.py) forks two ranks once for this module; a job below runs
 on both, each with its own x. Inputs are small integers, so every sum is exact. Every run
 also checks the two rules no single result shows: the ranks issued the same collectives
-in the same order, and every async handle was waited on (`TwoRanks.run`).
+in the same order, and every async handle was waited on (`TwoRanks.run`). A job's own
+`dist` calls go where the candidate runs (`torch_beside`: under the judge, its worker).
 """
 
 from __future__ import annotations
 
-import datetime
 import inspect
 import time
 
 import pytest
 import torch
-import torch.distributed as dist
 
 from gptlab_testkit import candidate
 from gptlab_testkit.boundary import names_argument, names_value
 from gptlab_testkit.oracles import tensor_state
+from gptlab_testkit.ranks import torch_beside
 
 drill = candidate("DRILL_P28_MODULE")
+dist = torch_beside(drill, "torch.distributed")  # the group the candidate's code is in
 
 pytestmark = [pytest.mark.owner("p28")]  # each test says contract or extension
 
@@ -88,11 +89,10 @@ def with_a_group_of_the_wrong_kind(rank):
 
 
 def rank_one_skips_the_all_reduce(rank):
-    # A group with a short timeout of its own keeps this check fast; the default group's
-    # timeout (conftest.GLOO_TIMEOUT_S) bounds a candidate the same way.
-    group = dist.new_group(timeout=datetime.timedelta(seconds=0.5))
+    # Rank 0 waits for a peer that never comes: Gloo's timeout (conftest.GLOO_TIMEOUT_S)
+    # ends the wait, as it bounds a candidate's.
     if rank == 0:
-        dist.all_reduce(torch.ones(2), group=group)
+        dist.all_reduce(torch.ones(2))
     return "returned"
 
 
@@ -166,7 +166,9 @@ def assert_rejected_everywhere(outcomes, exc_names, argument, values=()):
         )
         assert named, f"rank {rank}: {kind} does not name {argument}: {message!r}"
         assert kept, f"rank {rank}: the rejected call wrote x"
-        assert not outcome.calls, f"rank {rank} entered {outcome.calls} before rejecting x"
+        assert not outcome.calls, (
+            f"rank {rank} entered {outcome.calls} before rejecting x{outcome.reported}"
+        )
 
 
 # ---- contract ----
@@ -262,10 +264,11 @@ def test_every_rank_issues_the_same_collectives_in_the_same_order(ranks):
     outcomes = ranks.outcomes("collectives", [((4, 3), torch.float32)] * WORLD)
     assert all(o.kind == "done" for o in outcomes), [(o.kind, o.detail) for o in outcomes]
     for rank, outcome in enumerate(outcomes):
-        assert outcome.calls, f"rank {rank} issued no collective through torch.distributed"
+        where = outcome.reported
+        assert outcome.calls, f"rank {rank} issued no collective through torch.distributed{where}"
         assert outcome.calls == outcomes[0].calls, (
             f"rank {rank} issued {[str(c) for c in outcome.calls]}, "
-            f"rank 0 {[str(c) for c in outcomes[0].calls]}"
+            f"rank 0 {[str(c) for c in outcomes[0].calls]}{where}"
         )
 
 
@@ -275,7 +278,9 @@ def test_every_async_handle_is_waited_on_before_returning(ranks):
     outcomes = ranks.outcomes("collectives", [((6, 2), torch.int64)] * WORLD)
     for rank, outcome in enumerate(outcomes):
         assert outcome.kind == "done", f"rank {rank}: {outcome.kind} {outcome.detail}"
-        assert not outcome.unwaited, f"rank {rank} returned before waiting on {outcome.unwaited}"
+        assert not outcome.unwaited, (
+            f"rank {rank} returned before waiting on {outcome.unwaited}{outcome.reported}"
+        )
 
 
 @pytest.mark.contract

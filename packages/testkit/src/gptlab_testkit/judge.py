@@ -58,11 +58,12 @@ TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 # P01's data pointers are read as the judge's addresses (`worker_facts.judge_address`);
 # P17's module, the test's own, is lent as an nn.Module whose mode the candidate may switch
 # (`lending.test_owned`); P27's functions travel as source, so torch.compile traces them in
-# the worker (`shipping`). Left out, in-process: P28, whose ranks share a process group.
+# the worker (`shipping`). P28's ranks are forks of the judge, each with a worker of its
+# own that joins the group and records the collectives (`ranks`: worker-reported).
 JUDGED_DRILLS = (
     "P01", "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
     "P14", "P15", "P16", "P17", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
-    "P27", "PT06", "PT08", "PT17", "PT28",
+    "P27", "P28", "PT06", "PT08", "PT17", "PT28",
 )  # fmt: skip
 # Every mechanism, the models among them: their objects are handles (a class of the
 # candidate's module is a type of the judge's, `RemoteClass`, so dataclass configs and
@@ -101,6 +102,10 @@ class RemoteError(RuntimeError):
 
 class WorkerGoneError(AssertionError):
     """The worker ended or hung during a call: the test fails."""
+
+
+class WorkerTimedOutError(WorkerGoneError):
+    """The worker did not answer within its timeout (it was ended)."""
 
 
 def trusted() -> bool:
@@ -217,6 +222,7 @@ class Worker:
         self.classes: dict[str, RemoteClass] = {}  # the candidate module's classes, by name
         self.random_state: torch.Tensor | None = None  # the CPU random state the worker has
         self.exchanges = 0  # requests sent so far
+        self.on_entered: Any = None  # a rank's: hears each collective the worker enters
         self.rng_shape = torch.get_rng_state().shape
 
     # -- life
@@ -334,13 +340,16 @@ class Worker:
         try:
             wire.send(self.fd_out, message, blobs)
             reply, reply_blobs = wire.receive(self.fd_in, deadline)
-            while reply.get("op") == "callback":  # the candidate uses an object we lent it
-                answer, answer_blobs = lending.answer(self, reply, reply_blobs)
-                wire.send(self.fd_out, answer, answer_blobs)
+            while reply.get("op") in ("callback", "entered"):
+                if reply["op"] == "entered":  # a rank's collective begins (`ranks`)
+                    self._entered(reply.get("call"))
+                else:  # the candidate uses an object we lent it
+                    answer, answer_blobs = lending.answer(self, reply, reply_blobs)
+                    wire.send(self.fd_out, answer, answer_blobs)
                 reply, reply_blobs = wire.receive(self.fd_in, deadline)
         except wire.WireTimeoutError:
             self.stop()
-            raise WorkerGoneError(
+            raise WorkerTimedOutError(
                 f"timed out after {self.timeout_s:g} s (the candidate's worker was ended)"
             ) from None
         except (wire.WireError, OSError) as error:
@@ -371,6 +380,15 @@ class Worker:
                 raise RemoteError(f"{name}: {text}")
             raise error_type(text)
         return reply
+
+    def _entered(self, call: Any) -> None:
+        """A collective the worker says it entered, for the rank that joined it a group."""
+        if self.on_entered is None:
+            raise wire.WireError("a collective from a worker in no group")
+        valid = isinstance(call, list) and len(call) == 2 and all(isinstance(s, str) for s in call)
+        if not valid:
+            raise wire.WireError("malformed collective")
+        self.on_entered(call[0][:100], call[1][:2000])
 
     # One global random stream, as in one process: the test's `torch.manual_seed` seeds the
     # candidate's initialisation, and the candidate's draws advance the test's stream.
@@ -1009,6 +1027,25 @@ class RemoteModule:
         if name.startswith("__") or name not in self._worker.names:
             raise AttributeError(f"the candidate module has no attribute {name!r}")
         return _named(self._worker, name)
+
+
+class WorkerTorch:
+    """A torch module as the candidate's worker holds it (a distributed suite's jobs call
+    `torch.distributed` where the candidate's collectives run): each attribute is asked
+    there, so a function comes back as a handle and what it returns as a value or one."""
+
+    def __init__(self, worker: Worker, name: str) -> None:
+        self._worker, self._name = worker, name
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        message = {"op": "getattr", "handle": None, "module": self._name, "name": name}
+        reply = self._worker.request(message, [])
+        return self._worker.decode(reply["value"], reply.pop("_blobs"))
+
+    def __repr__(self) -> str:
+        return f"<{self._name} in the candidate's worker>"
 
 
 def _named(worker: Worker, path: str) -> Any:

@@ -279,9 +279,9 @@ def preexec(covers: Plan | None, then: Callable[[], None]) -> Callable[[], None]
 
 
 def stage(scratch: Path, worker: Path) -> Path:
-    """Copy the worker and its wire format into its scratch folder (the testkit's own
-    folder is covered); the copy to start."""
-    for name in (worker.name, "wire.py"):
+    """Copy the worker and the files it loads (its wire format, the collectives' recorder)
+    into its scratch folder (the testkit's own folder is covered); the copy to start."""
+    for name in (worker.name, "wire.py", "collectives.py"):
         shutil.copyfile(worker.with_name(name), scratch / name)
     return scratch / worker.name
 

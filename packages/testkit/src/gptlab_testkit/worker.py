@@ -40,13 +40,15 @@ from pathlib import Path
 from typing import Any
 
 
-def _load_wire() -> Any:
+def _load_sibling(name: str) -> Any:
+    """One of the testkit's files beside this one that imports nothing of the testkit (the
+    wire format; the collectives' recorder), by its path: the testkit is not importable."""
     spec = importlib.util.spec_from_file_location(
-        "_gptlab_wire", Path(__file__).with_name("wire.py")
+        f"_gptlab_{name}", Path(__file__).with_name(f"{name}.py")
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["_gptlab_wire"] = module
+    sys.modules[f"_gptlab_{name}"] = module
     spec.loader.exec_module(module)
     return module
 
@@ -401,6 +403,7 @@ class Server:
         self.sent = Sent()
         self.kept = Kept()
         self.functions: dict[tuple[Any, str], Any] = {}  # the test's, by (identity, source)
+        self.rank: Any = None  # a distributed suite's rank: its collectives' recorder
 
     def handle_of(self, value: Any) -> dict[str, Any]:
         if _LENT_MODULE and isinstance(value, _LENT_MODULE[0]):
@@ -534,7 +537,11 @@ class Server:
         out: list[bytes] = []
         if op == "read":  # a view's current values
             return {"value": self.encode(self.sent.view(message["ref"]), out)}, out
-        owner = self.module if message.get("handle") is None else self.objects[message["handle"]]
+        if op == "join":  # a distributed suite's rank: this worker joins its Gloo group
+            return self.join(message), out
+        if op == "unwaited":  # the rank's handles not waited on since the last ask
+            return {"value": self.encode(self.rank.take()[1], out)}, out
+        owner = self._owner(message)
         if op == "getattr":
             value = _attribute(owner, message["name"])
             # a method of the object's class: the judge may call it later without asking
@@ -562,6 +569,36 @@ class Server:
         if op == "signature":
             return {"value": _parameters(_attribute(owner, str(message["name"])))}, out
         raise ValueError(f"unknown request {op!r}")
+
+    def _owner(self, message: dict[str, Any]) -> Any:
+        """What a request names: one of our objects, a torch module (a distributed
+        suite's jobs call torch.distributed where the candidate runs), or the candidate's
+        module."""
+        if message.get("handle") is not None:
+            return self.objects[message["handle"]]
+        module = message.get("module")
+        if module is None:
+            return self.module
+        if not isinstance(module, str) or module.partition(".")[0] != "torch":
+            raise ValueError(f"a module of torch's, not {module!r}")
+        return importlib.import_module(module)
+
+    def join(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Record the collectives from now on and join rank `rank` of `world` (the
+        rendezvous: a TCP store on loopback at `port`; Gloo's deadline: `timeout_s`)."""
+        fields = [message.get(key) for key in ("rank", "world", "port", "timeout_s")]
+        if not all(isinstance(value, int | float) for value in fields):
+            raise ValueError("malformed join")
+        rank, world, port, timeout_s = (float(value) for value in fields)  # type: ignore[arg-type]
+
+        def entered(name: str, tensors: str) -> None:  # said before the collective starts:
+            # a rank that then hangs or dies has told the judge where
+            self.wire.send(self.fd_out, {"op": "entered", "call": [name, tensors]}, [])
+
+        collectives = _load_sibling("collectives")
+        self.rank = collectives.join(int(rank), int(world), int(port), float(timeout_s),
+                                     entered)  # fmt: skip
+        return {"value": None}
 
     def _class(self, name: str) -> type:
         value = _attribute(self.module, name)
@@ -898,7 +935,7 @@ def main(argv: list[str]) -> None:
     refuser = Refuser(refused)
     sys.meta_path.insert(0, refuser)
     os.environ["OMP_NUM_THREADS"] = "1"
-    wire = _load_wire()
+    wire = _load_sibling("wire")
     import torch
 
     torch.set_num_threads(1)
