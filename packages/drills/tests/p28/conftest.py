@@ -273,12 +273,10 @@ def describe(rank: int, outcome: Outcome) -> str:
     where = (
         f"in or after {calls[-1]} (collective #{len(calls)})" if calls else "before any collective"
     )
-    if outcome.reported and outcome.kind in ("died", "hung"):  # its worker ended mid-call
-        where = "in a call to its worker, which was ended (where it was is not known)"
     if outcome.kind == "raised":
         return f"rank {rank} raised {outcome.detail[0]} {where}: {outcome.detail[1]}"
     if outcome.kind == "hung":
-        return f"rank {rank} did not finish within {outcome.detail:.0f} s; it was {where}"
+        return f"rank {rank} did not finish within {outcome.detail:g} s; it was {where}"
     status, reason = outcome.detail
     said = f": {reason}" if reason else ""
     status_text = "" if status is None else f" (exit status {status})"
