@@ -45,7 +45,7 @@ class _WorkerRank(Rank):
     reported = WORKER_REPORTED
 
     def __init__(self, worker: judge.Worker, on_enter: Callable[[str, str], None] | None) -> None:
-        self.worker, self.generation = worker, worker.generation
+        self.worker, self.generation = worker, -1  # the worker's, once it joined
         self.on_enter = on_enter
         self.calls: Calls = []
         worker.on_entered = self.entered  # the worker says each one as it begins
@@ -76,13 +76,18 @@ def join(
     runs. Under the judge, a call that takes longer than `deadline_s` ends the rank's
     worker (`judge.WorkerTimedOutError`); in-process `on_enter` hears each collective as
     it is entered."""
-    if not isinstance(candidate_module, judge.RemoteModule):
-        return _HereRank(collectives.join(rank, world, port, timeout_s, on_enter))
-    worker = candidate_module._worker
-    worker.timeout_s = min(worker.timeout_s, deadline_s) if worker.timeout_s > 0 else deadline_s
-    message = {"op": "join", "rank": rank, "world": world, "port": port, "timeout_s": timeout_s}
-    worker.request(message, [])
-    return _WorkerRank(worker, on_enter)
+    joined: Rank
+    if isinstance(candidate_module, judge.RemoteModule):
+        worker = candidate_module._worker
+        worker.timeout_s = min(worker.timeout_s, deadline_s) if worker.timeout_s > 0 else deadline_s
+        joined = _WorkerRank(worker, on_enter)
+        message = {"op": "join", "rank": rank, "world": world, "port": port}
+        worker.request({**message, "timeout_s": timeout_s}, [])
+        joined.generation = worker.generation  # a later one has left the group
+    else:
+        joined = _HereRank(collectives.join(rank, world, port, timeout_s, on_enter))
+    joined.take()  # the first job's record starts here, whatever joining entered
+    return joined
 
 
 def torch_beside(candidate_module: Any, name: str) -> Any:
