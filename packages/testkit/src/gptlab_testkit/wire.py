@@ -251,22 +251,35 @@ def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[i
     dtype = str(detached.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
         raise TypeError(f"cannot send a {detached.dtype} tensor")
-    stride, offset = None, int(detached.storage_offset()) if detached.numel() else 0
-    span = _span(list(detached.shape), list(detached.stride()))
-    # torch calls a tensor contiguous whatever the strides of its size-one dims: those
-    # strides are part of the layout a candidate may read, so they travel too
-    strided = list(detached.stride()) != _contiguous_strides(list(detached.shape)) or offset
-    if strided and offset + span <= 4 * detached.numel() + 64:
-        # The layout travels (an expanded tensor stays expanded, a transpose transposed, a
-        # slice at its offset): the storage up to its last element, and its strides.
-        stride = [int(step) for step in detached.stride()]
-        flat = detached.as_strided((offset + span,), (1,), 0).to("cpu").clone()
+    stride, offset, elements = _sent_layout(detached)
+    if stride is not None:
+        flat = detached.as_strided((elements,), (1,), 0).to("cpu").clone()
     else:
-        offset = 0
         flat = detached.to("cpu").contiguous().reshape(-1)
     data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
     blobs.append(data)
     return [len(blobs) - 1, dtype, list(detached.shape), str(tensor.device)], stride, offset
+
+
+def _sent_layout(tensor: torch.Tensor) -> tuple[list[int] | None, int, int]:
+    """How a strided tensor travels: its strides and storage offset where the layout
+    travels as is (else None and 0: its elements, contiguous), and the elements sent."""
+    offset = int(tensor.storage_offset()) if tensor.numel() else 0
+    span = _span(list(tensor.shape), list(tensor.stride()))
+    # torch calls a tensor contiguous whatever the strides of its size-one dims: those
+    # strides are part of the layout a candidate may read, so they travel too
+    strided = list(tensor.stride()) != _contiguous_strides(list(tensor.shape)) or offset
+    if strided and offset + span <= 4 * tensor.numel() + 64:
+        # The layout travels (an expanded tensor stays expanded, a transpose transposed, a
+        # slice at its offset): the storage up to its last element, and its strides.
+        return [int(step) for step in tensor.stride()], offset, offset + span
+    return None, 0, tensor.numel()
+
+
+def sent_bytes(tensor: torch.Tensor) -> int:
+    """The bytes of a CPU tensor's data as `encode` sends them (what the other side's copy
+    of it holds in its storage)."""
+    return _sent_layout(tensor.detach())[2] * tensor.element_size()
 
 
 def largest_tensor(result: Any) -> int:
@@ -381,6 +394,11 @@ def decode(
     raise WireError("unknown value kind")
 
 
+def items(value: Any) -> list[Any]:
+    """A list's items as sent (WireError for anything else)."""
+    return _list(value)
+
+
 def _list(value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise WireError("malformed list")
@@ -434,6 +452,25 @@ def _facts(value: Any) -> dict[str, Any]:
 
 
 FACT_KEYS = frozenset({"id", "ptr", "base", "off", "stride", "contig", "nbytes", "moved"})
+
+
+# A tensor argument the call left as it was (its layout, memory and bytes): the worker
+# answers with its facts and the byte count of the copy the judge would have received
+# (`sent_bytes`), not with its bytes; the judge's tensor already holds those values.
+def unchanged(facts: dict[str, Any], nbytes: int) -> dict[str, Any]:
+    return {"u": facts, "n": nbytes}
+
+
+def read_unchanged(data: Any) -> tuple[dict[str, Any], int] | None:
+    """The facts and byte count of an `unchanged` answer; None for any other value."""
+    if not isinstance(data, dict) or "u" not in data:
+        return None
+    nbytes = data.get("n")
+    if set(data) != {"u", "n"} or not isinstance(nbytes, int) or isinstance(nbytes, bool):
+        raise WireError("malformed unchanged argument")
+    if nbytes < 0:
+        raise WireError("malformed unchanged argument")
+    return _facts(data["u"]), nbytes
 
 
 def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:

@@ -654,7 +654,9 @@ class Server:
 
         args = self.value(message["args"], blobs, view)
         kwargs = self.value(message["kwargs"], blobs, view)
-        before = {id(t): _pointer(t) for t in _tensors([*args, *kwargs.values()])}
+        arguments = _tensors([*args, *kwargs.values()])
+        before = {id(t): _pointer(t) for t in arguments}
+        as_found = _as_found(arguments)
         import torch
 
         watched = bool(message.get("forbid")) or bool(message.get("count"))
@@ -670,7 +672,7 @@ class Server:
         if _module_walk(result, owner, name):  # a walk of a module: its items in one reply
             result = self.wire.Drained(result)
         out: list[bytes] = []
-        after = [self._after(value, out, before) for value in [*args, *kwargs.values()]]
+        after = [self._after(value, out, before, as_found) for value in [*args, *kwargs.values()]]
         reply = {"value": self.encode(result, out), "after": after}
         if isinstance(result, dict | list):
             reply["serial"] = self.kept.serial(result)
@@ -699,10 +701,13 @@ class Server:
                 with contextlib.suppress(RuntimeError):  # memory a write cannot reach
                     _write_back(tensor, value)
 
-    def _after(self, value: Any, out: list[bytes], before: dict[int, int], depth: int = 0) -> Any:
+    def _after(
+        self, value: Any, out: list[bytes], before: dict[int, int], found: AsFound, depth: int = 0
+    ) -> Any:
         """A tensor or generator argument as it is now, at any depth of lists, tuples and
         dicts (the judge mirrors each into its own), and whether the call moved a tensor
-        to other memory; None for anything else."""
+        to other memory; None for anything else. A tensor the call left as it was goes
+        back without its bytes (`wire.unchanged`): the judge's copy holds them already."""
         import torch
 
         def facts(tensor: Any) -> dict[str, Any]:
@@ -711,12 +716,15 @@ class Server:
 
         if isinstance(value, torch.Tensor) and value.layout != torch.strided:
             return None  # a sparse argument is not mirrored back
+        if isinstance(value, torch.Tensor) and _as_it_was(value, found.get(id(value))):
+            return self.wire.unchanged(facts(value), self.wire.sent_bytes(value))
         if isinstance(value, torch.Tensor | torch.Generator):
             return self.wire.encode(value, out, facts=facts)
         if depth < 8 and isinstance(value, list | tuple):
-            return {"L": [self._after(item, out, before, depth + 1) for item in value]}
+            return {"L": [self._after(item, out, before, found, depth + 1) for item in value]}
         if depth < 8 and isinstance(value, dict):
-            return {"L": [self._after(item, out, before, depth + 1) for item in value.values()]}
+            items = value.values()
+            return {"L": [self._after(item, out, before, found, depth + 1) for item in items]}
         return None
 
 
@@ -740,6 +748,39 @@ def _write_back(original: Any, value: Any, depth: int = 0) -> None:
                 original.copy_(value)
     elif isinstance(original, torch.Generator) and isinstance(value, torch.Generator):
         original.set_state(value.get_state())
+
+
+# What a tensor argument was when the call began: the tensor (held, so its id names it
+# throughout), its layout and place in memory, and a copy of its bytes.
+AsFound = dict[int, tuple[Any, tuple[Any, ...], Any]]
+_BITS = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}  # an integer type of each size
+
+
+def _as_found(tensors: list[Any]) -> AsFound:
+    """Each CPU tensor argument as the call finds it. Its bytes are copied, not its version
+    counter read: a write through `.data` or another tensor over its storage leaves the
+    counter as it was, and must still reach the judge."""
+    return {
+        id(t): (t, _layout(t), t.detach().clone())
+        for t in tensors
+        if t.device.type == "cpu" and t.element_size() in _BITS
+    }
+
+
+def _layout(tensor: Any) -> tuple[Any, ...]:
+    shape, stride = tuple(tensor.shape), tuple(tensor.stride())
+    return tensor.dtype, shape, stride, int(tensor.storage_offset()), _pointer(tensor)
+
+
+def _as_it_was(tensor: Any, found: tuple[Any, tuple[Any, ...], Any] | None) -> bool:
+    """Is `tensor` as the call found it: the same object, layout, memory and bytes (bit for
+    bit: a NaN, or -0.0 written over 0.0, compares as its bits)?"""
+    if found is None or found[0] is not tensor or _layout(tensor) != found[1]:
+        return False
+    import torch
+
+    bits = getattr(torch, _BITS[tensor.element_size()])
+    return bool(torch.equal(tensor.detach().view(bits), found[2].view(bits)))
 
 
 def _nbytes(tensor: Any) -> int:
