@@ -418,9 +418,8 @@ def _dtype(name: Any) -> torch.dtype:
 
 
 def _ints(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or len(value) > MAX_DIMS:
-        raise WireError(f"malformed {what}")
-    if any(not isinstance(v, int) or isinstance(v, bool) for v in value):
+    # `type(v) is int`: no bool (JSON gives only these types; one pass, no generator)
+    if type(value) is not list or len(value) > MAX_DIMS or not all(type(v) is int for v in value):
         raise WireError(f"malformed {what}")
     return value
 
@@ -441,7 +440,7 @@ def _reference(spec: Any) -> list[Any]:
 
 def _facts(value: Any) -> dict[str, Any]:
     """What the worker reports of a tensor: ints and int lists under known keys, nothing else."""
-    if not isinstance(value, dict) or set(value) - FACT_KEYS:
+    if not isinstance(value, dict) or not FACT_KEYS.issuperset(value):
         raise WireError("malformed tensor facts")
     for key, item in value.items():
         if key == "stride":
@@ -473,6 +472,9 @@ def read_unchanged(data: Any) -> tuple[dict[str, Any], int] | None:
     return _facts(data["u"]), nbytes
 
 
+TENSOR_KEYS = frozenset({"facts", "stride", "grad", "inf", "offset", "gv", "param"})
+
+
 def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     """A tensor spec: [blob, dtype, shape, device] and, optionally, a dict of `facts` (what
     the worker reports), `stride` (the layout travelled as is), `grad` (requires grad),
@@ -481,15 +483,7 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     if not isinstance(spec, list) or len(spec) not in (4, 5):
         raise WireError("malformed tensor")
     extra = spec[4] if len(spec) == 5 else {}
-    if not isinstance(extra, dict) or set(extra) - {
-        "facts",
-        "stride",
-        "grad",
-        "inf",
-        "offset",
-        "gv",
-        "param",
-    }:
+    if not isinstance(extra, dict) or not TENSOR_KEYS.issuperset(extra):
         raise WireError("malformed tensor")
     stride = _ints(extra["stride"], "strides") if "stride" in extra else None
     offset = extra.get("offset", 0)

@@ -751,7 +751,7 @@ def _write_back(original: Any, value: Any, depth: int = 0) -> None:
 
 
 # What a tensor argument was when the call began: the tensor (held, so its id names it
-# throughout), its layout and place in memory, and a copy of its bytes.
+# throughout), its layout and place in memory, and a copy of its bytes (as integers).
 AsFound = dict[int, tuple[Any, tuple[Any, ...], Any]]
 _BITS = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}  # an integer type of each size
 
@@ -760,16 +760,21 @@ def _as_found(tensors: list[Any]) -> AsFound:
     """Each CPU tensor argument as the call finds it. Its bytes are copied, not its version
     counter read: a write through `.data` or another tensor over its storage leaves the
     counter as it was, and must still reach the judge."""
-    return {
-        id(t): (t, _layout(t), t.detach().clone())
-        for t in tensors
-        if t.device.type == "cpu" and t.element_size() in _BITS
-    }
+    import torch
+
+    found: AsFound = {}
+    for tensor in tensors:
+        bits = _BITS.get(tensor.element_size()) if tensor.device.type == "cpu" else None
+        if bits is not None:
+            copy = tensor.detach().clone().view(getattr(torch, bits))
+            found[id(tensor)] = (tensor, _layout(tensor), copy)
+    return found
 
 
 def _layout(tensor: Any) -> tuple[Any, ...]:
-    shape, stride = tuple(tensor.shape), tuple(tensor.stride())
-    return tensor.dtype, shape, stride, int(tensor.storage_offset()), _pointer(tensor)
+    """A CPU tensor's type, shape, strides, storage offset and data pointer."""
+    shape, stride, offset = tensor.shape, tensor.stride(), tensor.storage_offset()
+    return tensor.dtype, shape, stride, offset, tensor.data_ptr()
 
 
 def _as_it_was(tensor: Any, found: tuple[Any, tuple[Any, ...], Any] | None) -> bool:
@@ -779,8 +784,7 @@ def _as_it_was(tensor: Any, found: tuple[Any, tuple[Any, ...], Any] | None) -> b
         return False
     import torch
 
-    bits = getattr(torch, _BITS[tensor.element_size()])
-    return bool(torch.equal(tensor.detach().view(bits), found[2].view(bits)))
+    return bool(torch.equal(tensor.detach().view(found[2].dtype), found[2]))
 
 
 def _nbytes(tensor: Any) -> int:
