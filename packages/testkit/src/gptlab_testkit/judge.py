@@ -363,7 +363,7 @@ class Worker:
                 "(the reference, the tests and the grader are refused; worker-reported)"
             )
         if "raised" in reply:
-            name, text, _trace = reply["raised"]
+            name, text = reply["raised"][:2]
             error_type = SAFE_ERRORS.get(str(name))
             if message.get("op") == "load":
                 raise ImportError(f"{name}: {text}")

@@ -265,14 +265,16 @@ def _sent_layout(tensor: torch.Tensor) -> tuple[list[int] | None, int, int]:
     """How a strided tensor travels: its strides and storage offset where the layout
     travels as is (else None and 0: its elements, contiguous), and the elements sent."""
     offset = int(tensor.storage_offset()) if tensor.numel() else 0
-    span = _span(list(tensor.shape), list(tensor.stride()))
+    shape, stride = list(tensor.shape), list(tensor.stride())
     # torch calls a tensor contiguous whatever the strides of its size-one dims: those
     # strides are part of the layout a candidate may read, so they travel too
-    strided = list(tensor.stride()) != _contiguous_strides(list(tensor.shape)) or offset
-    if strided and offset + span <= 4 * tensor.numel() + 64:
+    if not offset and stride == _contiguous_strides(shape):
+        return None, 0, tensor.numel()  # the common case: no span to measure
+    span = _span(shape, stride)
+    if offset + span <= 4 * tensor.numel() + 64:
         # The layout travels (an expanded tensor stays expanded, a transpose transposed, a
         # slice at its offset): the storage up to its last element, and its strides.
-        return [int(step) for step in tensor.stride()], offset, offset + span
+        return [int(step) for step in stride], offset, offset + span
     return None, 0, tensor.numel()
 
 
