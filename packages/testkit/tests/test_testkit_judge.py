@@ -187,6 +187,13 @@ def double(x):
 def scale_in_place(x, factor):
     x.mul_(factor)
 
+def add_through_data(x):
+    x.data.add_(1)  # .data has a version counter of its own: x's stays as it was
+
+def fill_through_storage(x):
+    over = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), x.storage_offset(), x.shape)
+    over.fill_(7)  # another tensor over x's memory: x's version counter stays as it was
+
 def modes():
     return torch.is_grad_enabled(), torch.is_inference_mode_enabled()
 
@@ -265,6 +272,37 @@ def test_an_in_place_write_in_the_worker_is_seen_in_the_judges_tensor(worker: Wo
     x = torch.ones(3)
     call(worker, "scale_in_place", x, 3.0)
     assert torch.equal(x, torch.full((3,), 3.0))
+
+
+def test_a_write_that_leaves_the_version_counter_as_it_was_is_seen(worker: Worker) -> None:
+    x, y = torch.ones(3), torch.ones(2, 2)
+    call(worker, "add_through_data", x)
+    call(worker, "fill_through_storage", y)
+    assert torch.equal(x, torch.full((3,), 2.0)) and torch.equal(y, torch.full((2, 2), 7.0))
+
+
+def test_an_argument_the_call_left_as_it_was_comes_back_without_its_bytes(
+    worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gptlab_testkit.worker_facts import storage
+
+    answers: list[tuple[dict[str, object], list[bytes]]] = []
+    receive = wire.receive
+
+    def recorded(fd: int, deadline: float | None = None) -> tuple[dict[str, object], list[bytes]]:
+        answers.append(receive(fd, deadline))
+        return answers[-1]
+
+    monkeypatch.setattr(wire, "receive", recorded)
+    x, y = torch.arange(4.0), torch.ones(3)
+    call(worker, "double", x)
+    call(worker, "scale_in_place", y, 2.0)
+    (kept, kept_blobs), (written, _) = answers
+    assert wire.read_unchanged(kept["after"][0]) is not None  # type: ignore[index]
+    assert len(kept_blobs) == 1  # the result's bytes only
+    assert wire.read_unchanged(written["after"][0]) is None  # type: ignore[index]
+    assert torch.equal(y, torch.full((3,), 2.0))
+    assert storage(x)[0] == "worker"  # the worker's copy's facts came all the same
 
 
 def test_an_inference_tensor_is_one_in_the_worker_and_its_write_comes_back(worker: Worker) -> None:

@@ -372,7 +372,7 @@ class Worker:
                 "(the reference, the tests and the grader are refused; worker-reported)"
             )
         if "raised" in reply:
-            name, text, _trace = reply["raised"]
+            name, text = reply["raised"][:2]
             error_type = SAFE_ERRORS.get(str(name))
             if message.get("op") == "load":
                 raise ImportError(f"{name}: {text}")
@@ -743,8 +743,34 @@ def _mirror(sent: list[Any], after: list[Any], blobs: list[bytes], worker: Worke
     any depth of its containers); the worker's copy's facts go with the judge's tensor."""
     worker_facts.new_call(worker)
     for original, data in zip(sent, after, strict=False):
-        if data is not None:
-            _mirror_one(original, worker.decode(data, blobs, returned=False))
+        _mirror_data(original, data, blobs, worker)
+
+
+def _mirror_data(original: Any, data: Any, blobs: list[bytes], worker: Worker) -> None:
+    """One argument's answer, read where it names one of our tensors as unchanged (no
+    bytes came: ours holds them), decoded and mirrored otherwise."""
+    if data is None:
+        return
+    unchanged = wire.read_unchanged(data)
+    if unchanged is not None:
+        if isinstance(original, torch.Tensor):
+            _adopt_unchanged(original, *unchanged, worker)
+    elif isinstance(original, list | tuple | dict) and isinstance(data, dict) and "L" in data:
+        items = original.values() if isinstance(original, dict) else original
+        for item, item_data in zip(items, wire.items(data["L"]), strict=False):
+            _mirror_data(item, item_data, blobs, worker)
+    else:
+        _mirror_one(original, worker.decode(data, blobs, returned=False))
+
+
+def _adopt_unchanged(original: torch.Tensor, reported: dict[str, Any], nbytes: int,
+                     worker: Worker) -> None:  # fmt: skip
+    """The facts of the worker's copy of `original`, which the call left as it was: what
+    `_mirror_one` records of a copy it had nothing to write from."""
+    facts = worker_facts.of_report(reported, worker, worker.generation, original, returned=False)
+    if worker_facts.reference(original) is None:
+        worker_facts.adopt(original, facts)
+    worker_facts.placed(original, facts, nbytes)
 
 
 def _mirror_one(original: Any, value: Any) -> None:

@@ -251,22 +251,37 @@ def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[i
     dtype = str(detached.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
         raise TypeError(f"cannot send a {detached.dtype} tensor")
-    stride, offset = None, int(detached.storage_offset()) if detached.numel() else 0
-    span = _span(list(detached.shape), list(detached.stride()))
-    # torch calls a tensor contiguous whatever the strides of its size-one dims: those
-    # strides are part of the layout a candidate may read, so they travel too
-    strided = list(detached.stride()) != _contiguous_strides(list(detached.shape)) or offset
-    if strided and offset + span <= 4 * detached.numel() + 64:
-        # The layout travels (an expanded tensor stays expanded, a transpose transposed, a
-        # slice at its offset): the storage up to its last element, and its strides.
-        stride = [int(step) for step in detached.stride()]
-        flat = detached.as_strided((offset + span,), (1,), 0).to("cpu").clone()
+    stride, offset, elements = _sent_layout(detached)
+    if stride is not None:
+        flat = detached.as_strided((elements,), (1,), 0).to("cpu").clone()
     else:
-        offset = 0
         flat = detached.to("cpu").contiguous().reshape(-1)
     data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
     blobs.append(data)
     return [len(blobs) - 1, dtype, list(detached.shape), str(tensor.device)], stride, offset
+
+
+def _sent_layout(tensor: torch.Tensor) -> tuple[list[int] | None, int, int]:
+    """How a strided tensor travels: its strides and storage offset where the layout
+    travels as is (else None and 0: its elements, contiguous), and the elements sent."""
+    offset = int(tensor.storage_offset()) if tensor.numel() else 0
+    shape, stride = list(tensor.shape), list(tensor.stride())
+    # torch calls a tensor contiguous whatever the strides of its size-one dims: those
+    # strides are part of the layout a candidate may read, so they travel too
+    if not offset and stride == _contiguous_strides(shape):
+        return None, 0, tensor.numel()  # the common case: no span to measure
+    span = _span(shape, stride)
+    if offset + span <= 4 * tensor.numel() + 64:
+        # The layout travels (an expanded tensor stays expanded, a transpose transposed, a
+        # slice at its offset): the storage up to its last element, and its strides.
+        return [int(step) for step in stride], offset, offset + span
+    return None, 0, tensor.numel()
+
+
+def sent_bytes(tensor: torch.Tensor) -> int:
+    """The bytes of a CPU tensor's data as `encode` sends them (what the other side's copy
+    of it holds in its storage)."""
+    return _sent_layout(tensor.detach())[2] * tensor.element_size()
 
 
 def largest_tensor(result: Any) -> int:
@@ -381,6 +396,11 @@ def decode(
     raise WireError("unknown value kind")
 
 
+def items(value: Any) -> list[Any]:
+    """A list's items as sent (WireError for anything else)."""
+    return _list(value)
+
+
 def _list(value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise WireError("malformed list")
@@ -400,9 +420,8 @@ def _dtype(name: Any) -> torch.dtype:
 
 
 def _ints(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or len(value) > MAX_DIMS:
-        raise WireError(f"malformed {what}")
-    if any(not isinstance(v, int) or isinstance(v, bool) for v in value):
+    # `type(v) is int`: no bool (JSON gives only these types; one pass, no generator)
+    if type(value) is not list or len(value) > MAX_DIMS or not all(type(v) is int for v in value):
         raise WireError(f"malformed {what}")
     return value
 
@@ -423,7 +442,7 @@ def _reference(spec: Any) -> list[Any]:
 
 def _facts(value: Any) -> dict[str, Any]:
     """What the worker reports of a tensor: ints and int lists under known keys, nothing else."""
-    if not isinstance(value, dict) or set(value) - FACT_KEYS:
+    if not isinstance(value, dict) or not FACT_KEYS.issuperset(value):
         raise WireError("malformed tensor facts")
     for key, item in value.items():
         if key == "stride":
@@ -436,6 +455,28 @@ def _facts(value: Any) -> dict[str, Any]:
 FACT_KEYS = frozenset({"id", "ptr", "base", "off", "stride", "contig", "nbytes", "moved"})
 
 
+# A tensor argument the call left as it was (its layout, memory and bytes): the worker
+# answers with its facts and the byte count of the copy the judge would have received
+# (`sent_bytes`), not with its bytes; the judge's tensor already holds those values.
+def unchanged(facts: dict[str, Any], nbytes: int) -> dict[str, Any]:
+    return {"u": facts, "n": nbytes}
+
+
+def read_unchanged(data: Any) -> tuple[dict[str, Any], int] | None:
+    """The facts and byte count of an `unchanged` answer; None for any other value."""
+    if not isinstance(data, dict) or "u" not in data:
+        return None
+    nbytes = data.get("n")
+    if set(data) != {"u", "n"} or not isinstance(nbytes, int) or isinstance(nbytes, bool):
+        raise WireError("malformed unchanged argument")
+    if nbytes < 0:
+        raise WireError("malformed unchanged argument")
+    return _facts(data["u"]), nbytes
+
+
+TENSOR_KEYS = frozenset({"facts", "stride", "grad", "inf", "offset", "gv", "param"})
+
+
 def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     """A tensor spec: [blob, dtype, shape, device] and, optionally, a dict of `facts` (what
     the worker reports), `stride` (the layout travelled as is), `grad` (requires grad),
@@ -444,15 +485,7 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
     if not isinstance(spec, list) or len(spec) not in (4, 5):
         raise WireError("malformed tensor")
     extra = spec[4] if len(spec) == 5 else {}
-    if not isinstance(extra, dict) or set(extra) - {
-        "facts",
-        "stride",
-        "grad",
-        "inf",
-        "offset",
-        "gv",
-        "param",
-    }:
+    if not isinstance(extra, dict) or not TENSOR_KEYS.issuperset(extra):
         raise WireError("malformed tensor")
     stride = _ints(extra["stride"], "strides") if "stride" in extra else None
     offset = extra.get("offset", 0)

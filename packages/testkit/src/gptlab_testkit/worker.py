@@ -34,7 +34,6 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-import traceback
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -225,11 +224,12 @@ class Sent:
 
     def facts(self, tensor: Any) -> dict[str, Any]:
         meta = tensor.device.type == "meta"
+        storage = None if meta else tensor.untyped_storage()
         return {
             "id": self.serial(tensor),
             "ptr": 0 if meta else int(tensor.data_ptr()),
-            "base": 0 if meta else int(tensor.untyped_storage().data_ptr()),
-            "nbytes": 0 if meta else int(tensor.untyped_storage().nbytes()),
+            "base": 0 if storage is None else int(storage.data_ptr()),
+            "nbytes": 0 if storage is None else int(storage.nbytes()),
             "off": int(tensor.storage_offset()),
             "stride": [int(s) for s in tensor.stride()],
             "contig": int(tensor.is_contiguous()),
@@ -516,9 +516,10 @@ class Server:
             reply, out = self.dispatch(message, blobs)
         except self.wire.WireError:
             raise
-        except BaseException as error:  # the candidate's exception, reported by name
-            reply, out = {"raised": [type(error).__name__, str(error)[:2000],
-                                     traceback.format_exc()[-3000:]]}, []  # fmt: skip
+        except BaseException as error:  # the candidate's exception, reported by name and
+            # text (not its traceback: the judge shows none, and formatting one reads source
+            # lines, a cost each AttributeError of a probing `getattr(model, name, None)` paid)
+            reply, out = {"raised": [type(error).__name__, str(error)[:2000]]}, []
         after = torch.get_rng_state()
         if not torch.equal(before, after):  # the candidate drew: the judge's stream moves on
             reply["rng"] = self.wire.encode(after, out)
@@ -691,7 +692,9 @@ class Server:
 
         args = self.value(message["args"], blobs, view)
         kwargs = self.value(message["kwargs"], blobs, view)
-        before = {id(t): _pointer(t) for t in _tensors([*args, *kwargs.values()])}
+        arguments = _tensors([*args, *kwargs.values()])
+        before = {id(t): _pointer(t) for t in arguments}
+        as_found = _as_found(arguments)
         import torch
 
         watched = bool(message.get("forbid")) or bool(message.get("count"))
@@ -707,7 +710,7 @@ class Server:
         if _module_walk(result, owner, name):  # a walk of a module: its items in one reply
             result = self.wire.Drained(result)
         out: list[bytes] = []
-        after = [self._after(value, out, before) for value in [*args, *kwargs.values()]]
+        after = [self._after(value, out, before, as_found) for value in [*args, *kwargs.values()]]
         reply = {"value": self.encode(result, out), "after": after}
         if isinstance(result, dict | list):
             reply["serial"] = self.kept.serial(result)
@@ -736,10 +739,13 @@ class Server:
                 with contextlib.suppress(RuntimeError):  # memory a write cannot reach
                     _write_back(tensor, value)
 
-    def _after(self, value: Any, out: list[bytes], before: dict[int, int], depth: int = 0) -> Any:
+    def _after(
+        self, value: Any, out: list[bytes], before: dict[int, int], found: AsFound, depth: int = 0
+    ) -> Any:
         """A tensor or generator argument as it is now, at any depth of lists, tuples and
         dicts (the judge mirrors each into its own), and whether the call moved a tensor
-        to other memory; None for anything else."""
+        to other memory; None for anything else. A tensor the call left as it was goes
+        back without its bytes (`wire.unchanged`): the judge's copy holds them already."""
         import torch
 
         def facts(tensor: Any) -> dict[str, Any]:
@@ -748,12 +754,15 @@ class Server:
 
         if isinstance(value, torch.Tensor) and value.layout != torch.strided:
             return None  # a sparse argument is not mirrored back
+        if isinstance(value, torch.Tensor) and _as_it_was(value, found.get(id(value))):
+            return self.wire.unchanged(facts(value), self.wire.sent_bytes(value))
         if isinstance(value, torch.Tensor | torch.Generator):
             return self.wire.encode(value, out, facts=facts)
         if depth < 8 and isinstance(value, list | tuple):
-            return {"L": [self._after(item, out, before, depth + 1) for item in value]}
+            return {"L": [self._after(item, out, before, found, depth + 1) for item in value]}
         if depth < 8 and isinstance(value, dict):
-            return {"L": [self._after(item, out, before, depth + 1) for item in value.values()]}
+            items = value.values()
+            return {"L": [self._after(item, out, before, found, depth + 1) for item in items]}
         return None
 
 
@@ -777,6 +786,43 @@ def _write_back(original: Any, value: Any, depth: int = 0) -> None:
                 original.copy_(value)
     elif isinstance(original, torch.Generator) and isinstance(value, torch.Generator):
         original.set_state(value.get_state())
+
+
+# What a tensor argument was when the call began: the tensor (held, so its id names it
+# throughout), its layout and place in memory, and a copy of its bytes (as integers).
+AsFound = dict[int, tuple[Any, tuple[Any, ...], Any]]
+_BITS = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}  # an integer type of each size
+
+
+def _as_found(tensors: list[Any]) -> AsFound:
+    """Each CPU tensor argument as the call finds it. Its bytes are copied, not its version
+    counter read: a write through `.data` or another tensor over its storage leaves the
+    counter as it was, and must still reach the judge."""
+    import torch
+
+    found: AsFound = {}
+    for tensor in tensors:
+        bits = _BITS.get(tensor.element_size()) if tensor.device.type == "cpu" else None
+        if bits is not None:
+            copy = tensor.detach().clone().view(getattr(torch, bits))
+            found[id(tensor)] = (tensor, _layout(tensor), copy)
+    return found
+
+
+def _layout(tensor: Any) -> tuple[Any, ...]:
+    """A CPU tensor's type, shape, strides, storage offset and data pointer."""
+    shape, stride, offset = tensor.shape, tensor.stride(), tensor.storage_offset()
+    return tensor.dtype, shape, stride, offset, tensor.data_ptr()
+
+
+def _as_it_was(tensor: Any, found: tuple[Any, tuple[Any, ...], Any] | None) -> bool:
+    """Is `tensor` as the call found it: the same object, layout, memory and bytes (bit for
+    bit: a NaN, or -0.0 written over 0.0, compares as its bits)?"""
+    if found is None or found[0] is not tensor or _layout(tensor) != found[1]:
+        return False
+    import torch
+
+    return bool(torch.equal(tensor.detach().view(found[2].dtype), found[2]))
 
 
 def _nbytes(tensor: Any) -> int:

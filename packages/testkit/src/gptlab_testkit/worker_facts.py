@@ -83,7 +83,17 @@ _HELD = {"bytes": 0}
 def record(tensor: Tensor, reported: dict[str, Any], worker: Any, generation: int, *,
            returned: bool) -> None:  # fmt: skip
     """Keep the facts the worker reported of `tensor` (judge side; `judge` calls this)."""
-    facts = Facts(
+    facts = of_report(reported, worker, generation, tensor, returned=returned)
+    _keep(facts)
+    if tensor.requires_grad:
+        arrived_with_gradient(tensor)
+        _remember(_RECENT_GRAD, "grad", tensor)
+
+
+def of_report(reported: dict[str, Any], worker: Any, generation: int, copy: Tensor, *,
+              returned: bool) -> Facts:  # fmt: skip
+    """The facts the worker reported (checked by `wire`) of its tensor whose copy is `copy`."""
+    return Facts(
         serial=int(reported.get("id", 0)),
         ptr=int(reported.get("ptr", 0)),
         base=int(reported.get("base", 0)),
@@ -92,15 +102,11 @@ def record(tensor: Tensor, reported: dict[str, Any], worker: Any, generation: in
         contiguous=bool(reported.get("contig", 0)),
         worker=worker,
         generation=generation,
-        copy=tensor,
-        version=_version(tensor),
+        copy=copy,
+        version=_version(copy),
         returned=returned,
         moved=bool(reported.get("moved", 0)),
     )
-    _keep(facts)
-    if tensor.requires_grad:
-        arrived_with_gradient(tensor)
-        _remember(_RECENT_GRAD, "grad", tensor)
 
 
 def adopt(argument: Tensor, facts: Facts) -> None:
