@@ -989,3 +989,30 @@ def test_the_worker_names_only_torch_modules_and_says_collectives_only_in_a_grou
     worker.on_entered = lambda *call: None
     with pytest.raises(wire.WireError, match="malformed collective"):
         worker._entered(["all_reduce", 3])
+
+
+def test_workers_that_start_alike_are_forks_of_one_interpreter_and_leave_no_zombie(
+    tmp_path: Path,
+) -> None:
+    from gptlab_testkit import judge
+
+    files = {"DRILL_P05_MODULE": "p05_attempt.py", "DRILL_P06_MODULE": "p06_attempt.py"}
+    for variable, name in files.items():  # two drills: the same refused modules and roots
+        (tmp_path / name).write_text(f"def which():\n    return {variable!r}\n")
+    judged = [(variable, str(tmp_path / name)) for variable, name in files.items()]
+    judge.spawn_early(judged)
+    modules = [judge.remote_module(variable, spec) for variable, spec in judged]
+    workers = [module._worker for module in modules]
+    shared = [w for w in judge._WORKERS if w.process is not None and not w.names]
+    try:
+        assert [module.which() for module in modules] == list(files)  # each its own file
+        assert workers[0].zygote == workers[1].zygote and workers[0].zygote is not None
+        assert all(isinstance(worker.process, judge._Forked) for worker in workers)
+        (zygote,) = [w for w in shared if w.process.pid == workers[0].zygote[2]]  # type: ignore[union-attr,index]
+        zygote.stop()  # its forks are now ours (a subreaper): stopping one reaps it
+        pid = workers[0].process.pid  # type: ignore[union-attr]
+        workers[0].stop()
+        assert not Path(f"/proc/{pid}").exists(), "a stopped worker was left a zombie"
+    finally:
+        for worker in [*workers, *shared]:
+            worker.stop()

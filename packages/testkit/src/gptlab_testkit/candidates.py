@@ -224,10 +224,8 @@ def spawn_judged_workers() -> None:
         return
     from .judge import spawn_early
 
-    for variable in VARIABLES:
-        spec = module_spec(variable)
-        if _judged_file(variable, spec) and Path(spec).is_file():
-            spawn_early(variable, spec)
+    specs = [(variable, module_spec(variable)) for variable in VARIABLES]
+    spawn_early([(v, spec) for v, spec in specs if _judged_file(v, spec) and Path(spec).is_file()])
 
 
 @cache

@@ -493,6 +493,9 @@ class _Forked:
         self.pid = pid
 
     def poll(self) -> int | None:
+        with contextlib.suppress(ChildProcessError):  # ours once its zygote ended (we are
+            if os.waitpid(self.pid, os.WNOHANG)[0]:  # a subreaper): reaped, not a zombie
+                return -1
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -1100,32 +1103,57 @@ def end_workers() -> None:
     reaper.end_tree()
 
 
-def _new_worker(variable: str, spec: str) -> Worker:
+def _new_worker(variable: str, spec: str, *, start: bool = True) -> Worker:
+    """A worker for this candidate file: its interpreter started (`start`), or none yet
+    (it will be forked from a shared one: `spawn_early`)."""
     if not _WORKERS:
         reaper.become_subreaper()
     timeout = float(os.environ.get("GPTLAB_JUDGE_TIMEOUT", "60"))
     memory = int(os.environ.get("GPTLAB_JUDGE_MEMORY_MIB", "4096"))
     worker = Worker(variable, Path(spec).resolve(), timeout, memory)
     _WORKERS.append(worker)
-    worker.spawn()
+    if start:
+        worker.spawn()
     return worker
 
 
 _SPAWNED: dict[tuple[str, str], Worker] = {}
 
 
-def spawn_early(variable: str, spec: str) -> None:
-    """Start the worker's interpreter now, before the tests are collected: its second of
-    importing torch overlaps the judge's own imports (`remote_module` loads it later)."""
-    if (variable, spec) not in _SPAWNED:
-        _SPAWNED[(variable, spec)] = _new_worker(variable, spec)
+def _starts_alike(variable: str, spec: str) -> tuple[Any, ...]:
+    """What a worker's start depends on besides its scratch folder: the modules it refuses,
+    its import roots and the submission's folder it may read (a seed-style folder's modules
+    that share their siblings start alike)."""
+    return _refused(variable), tuple(_site_dirs(variable)), str(Path(spec).resolve().parent)
+
+
+def spawn_early(judged: list[tuple[str, str]]) -> None:
+    """Start the workers' interpreters now, before the tests are collected: their second of
+    importing torch overlaps the judge's own imports (`remote_module` loads each later).
+    Candidates whose workers start alike share one interpreter that never loads a
+    candidate: each worker is a fork of it (`Worker._fork`), made as its file is loaded,
+    so a six-module folder starts three interpreters, not six."""
+    groups: dict[tuple[Any, ...], list[tuple[str, str]]] = {}
+    for variable, spec in judged:
+        if (variable, spec) not in _SPAWNED:
+            groups.setdefault(_starts_alike(variable, spec), []).append((variable, spec))
+    for members in groups.values():
+        if len(members) == 1:
+            _SPAWNED[members[0]] = _new_worker(*members[0])
+            continue
+        shared = _new_worker(*members[0])  # never loaded: a zygote of candidates' workers
+        assert shared.process is not None
+        for variable, spec in members:
+            worker = _new_worker(variable, spec, start=False)
+            worker.zygote = (shared.fd_in, shared.fd_out, shared.process.pid)
+            _SPAWNED[(variable, spec)] = worker
 
 
 def remote_module(variable: str, spec: str) -> RemoteModule:
     """The worker for this candidate file, with the file loaded; ImportError when it
     cannot be imported."""
     worker = _SPAWNED.pop((variable, spec), None)
-    if worker is None or worker.process is None:
+    if worker is None or (worker.process is None and worker.zygote is None):
         worker = _new_worker(variable, spec)
     worker.load()
     return RemoteModule(worker)
