@@ -92,13 +92,7 @@ def _serve(rank: int, port: int, conn: Connection, module: ModuleType, log: str)
     while (message := conn.recv()) is not None:
         job, args = message
         try:
-            try:
-                kind, detail = "done", getattr(module, job)(rank, *args)
-            except WorkerGoneError:
-                raise
-            except BaseException as error:  # every failure goes back to the test
-                text = re.sub(r"\[[^\]]*\.cc:\d+\] ", "", str(error))  # gloo's source path
-                kind, detail = "raised", (type(error).__name__, _one_line(text))
+            kind, detail = _run(getattr(module, job), rank, args)
             calls, unwaited = here.take()
         except WorkerGoneError as error:  # its worker died or hung: it left the group
             hung = isinstance(error, WorkerTimedOutError)
@@ -108,6 +102,18 @@ def _serve(rank: int, port: int, conn: Connection, module: ModuleType, log: str)
         conn.send(("end", (kind, detail, calls, unwaited, here.reported)))
     with contextlib.suppress(Exception):  # in-process; under the judge it holds no group
         dist.destroy_process_group()
+
+
+def _run(job: Any, rank: int, args: Sequence[Any]) -> tuple[str, Any]:
+    """("done", the job's value) or ("raised", (type name, message)); a rank whose worker
+    is gone (`WorkerGoneError`) is not a job's failure: it goes on up."""
+    try:
+        return "done", job(rank, *args)
+    except WorkerGoneError:
+        raise
+    except BaseException as error:  # every failure goes back to the test
+        text = re.sub(r"\[[^\]]*\.cc:\d+\] ", "", str(error))  # gloo's source path
+        return "raised", (type(error).__name__, _one_line(text))
 
 
 def _one_line(text: str, limit: int = 200) -> str:

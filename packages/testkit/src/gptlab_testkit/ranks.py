@@ -73,16 +73,18 @@ def join(
 ) -> Rank:  # fmt: skip
     """Join rank `rank` of `world` (the rendezvous: a TCP store on loopback at `port`;
     Gloo's deadline: `timeout_s`) where `candidate_module` (what `candidate(...)` gave)
-    runs. Under the judge, a call that takes longer than `deadline_s` ends the rank's
-    worker (`judge.WorkerTimedOutError`); in-process `on_enter` hears each collective as
-    it is entered."""
+    runs. `on_enter` hears each collective as it is entered (under the judge, as the
+    worker says it). Under the judge, a call that takes longer than `deadline_s` ends the
+    rank's worker (`judge.WorkerTimedOutError`)."""
     joined: Rank
     if isinstance(candidate_module, judge.RemoteModule):
         worker = candidate_module._worker
         worker.timeout_s = min(worker.timeout_s, deadline_s) if worker.timeout_s > 0 else deadline_s
         joined = _WorkerRank(worker, on_enter)
-        message = {"op": "join", "rank": rank, "world": world, "port": port}
-        worker.request({**message, "timeout_s": timeout_s}, [])
+        worker.request(
+            {"op": "join", "rank": rank, "world": world, "port": port, "timeout_s": timeout_s},
+            [],
+        )
         joined.generation = worker.generation  # a later one has left the group
     else:
         joined = _HereRank(collectives.join(rank, world, port, timeout_s, on_enter))

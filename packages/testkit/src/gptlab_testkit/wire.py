@@ -467,9 +467,7 @@ def read_unchanged(data: Any) -> tuple[dict[str, Any], int] | None:
     if not isinstance(data, dict) or "u" not in data:
         return None
     nbytes = data.get("n")
-    if set(data) != {"u", "n"} or not isinstance(nbytes, int) or isinstance(nbytes, bool):
-        raise WireError("malformed unchanged argument")
-    if nbytes < 0:
+    if set(data) != {"u", "n"} or type(nbytes) is not int or nbytes < 0:
         raise WireError("malformed unchanged argument")
     return _facts(data["u"]), nbytes
 

@@ -394,6 +394,9 @@ def _lent(server: Server, ident: int, kind: str) -> JudgeObject:
     return _LENT_KINDS[kind](server, ident, kind)  # type: ignore[no-any-return]
 
 
+KEYS_OF_A_JOIN = ("rank", "world", "port", "timeout_s")
+
+
 class Server:
     def __init__(self, wire: Any, refuser: Refuser, fd_in: int, fd_out: int) -> None:
         self.wire, self.refuser = wire, refuser
@@ -587,18 +590,18 @@ class Server:
     def join(self, message: dict[str, Any]) -> dict[str, Any]:
         """Record the collectives from now on and join rank `rank` of `world` (the
         rendezvous: a TCP store on loopback at `port`; Gloo's deadline: `timeout_s`)."""
-        fields = [message.get(key) for key in ("rank", "world", "port", "timeout_s")]
-        if not all(isinstance(value, int | float) for value in fields):
+        rank, world, port, timeout_s = (message.get(key) for key in KEYS_OF_A_JOIN)
+        if not all(type(value) is int for value in (rank, world, port)):
             raise ValueError("malformed join")
-        rank, world, port, timeout_s = (float(value) for value in fields)  # type: ignore[arg-type]
+        if not isinstance(timeout_s, int | float):
+            raise ValueError("malformed join")
 
         def entered(name: str, tensors: str) -> None:  # said before the collective starts:
             # a rank that then hangs or dies has told the judge where
             self.wire.send(self.fd_out, {"op": "entered", "call": [name, tensors]}, [])
 
         collectives = _load_sibling("collectives")
-        self.rank = collectives.join(int(rank), int(world), int(port), float(timeout_s),
-                                     entered)  # fmt: skip
+        self.rank = collectives.join(rank, world, port, float(timeout_s), entered)
         return {"value": None}
 
     def _class(self, name: str) -> type:
