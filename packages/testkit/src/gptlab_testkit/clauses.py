@@ -27,9 +27,13 @@ KINDS = (
     "rejection",
     "aliasing",
     "determinism",
+    "extension",
     "not graded",
 )
 NOT_GRADED = "not graded"
+# A rule this project adds beyond the kit's or the seed's words: tested by extension tests,
+# shown to a learner as "beyond the contract", never scored and never given a clause mutant.
+EXTENSION = "extension"
 # A semantic clause's mutant must fail this many tests; any other graded clause's, one.
 SEMANTIC_CATCHES = 2
 
@@ -53,6 +57,12 @@ class Clause:
 
     @property
     def graded(self) -> bool:
+        """Part of the score: the kit's (or the seed's) own rule."""
+        return self.kind not in (NOT_GRADED, EXTENSION)
+
+    @property
+    def tested(self) -> bool:
+        """Has a test: every graded clause, and every extension clause (an extension test)."""
         return self.kind != NOT_GRADED
 
     @property
@@ -156,12 +166,13 @@ def traceability_problems(clauses: dict[str, Clause], tests: list[MarkedTest]) -
     problems += [
         f"{clause.id} ({clause.kind}) has no test: {clause.text[:80]}"
         for clause in clauses.values()
-        if clause.graded and clause.id not in named
+        if clause.tested and clause.id not in named
     ]
     return problems
 
 
 __all__ = [
+    "EXTENSION",
     "KINDS",
     "NOT_GRADED",
     "SEMANTIC_CATCHES",
