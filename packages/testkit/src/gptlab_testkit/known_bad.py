@@ -51,8 +51,9 @@ clause two (`clauses.SEMANTIC_CATCHES`), and runs every test of its own package'
 `--clause-readme README` (repeatable) names the READMEs whose graded clauses must each
 have a clause candidate; the report lists clause, mutant and catches per item. A drill
 whose clause mutants were all proved gets a stamp (`DIR/<id>.stamp`: a digest of its
-mutants, its reference and its suite); later runs grade only the drills whose stamp is
-stale (a new or changed drill), unless `--all-clauses`. The coverage check always reads
+mutants, its reference and its suite), also in a `-k` run that graded all of them (`-k p20`);
+later runs grade only the drills whose stamp is stale (a new or changed drill), unless
+`--all-clauses`. The coverage check always reads
 every drill's file.
 """
 
@@ -216,6 +217,22 @@ def fresh_clause_drills(folder: Path) -> set[str]:
         if stamp.is_file() and stamp.read_text().strip() == clause_digest(folder, path.stem):
             fresh.add(path.stem)
     return fresh
+
+
+def _drill_of_clause_candidate(candidate: KnownBad) -> str:
+    return candidate.path.name.split("_clause_")[0].removeprefix("bad_")
+
+
+def _wholly_graded_drills(clause_candidates: list[KnownBad], graded: list[KnownBad]) -> set[str]:
+    """Drills every clause mutant of which was graded in this run (`-k p20` grades all of
+    P20's, so it may stamp P20; a narrower `-k` stamps nothing it left out)."""
+    ran = {c.path for c in graded}
+    drills = {_drill_of_clause_candidate(c) for c in clause_candidates if c.path in ran}
+    return {
+        drill
+        for drill in drills
+        if all(c.path in ran for c in clause_candidates if _drill_of_clause_candidate(c) == drill)
+    }
 
 
 def write_clause_stamps(folder: Path, verdicts: list[Verdict], drills: set[str]) -> list[str]:
@@ -663,13 +680,11 @@ def main(argv: list[str]) -> int:
     if args.per_drill or clauses:
         print(f"drills or clauses without enough candidates: {len(coverage)}")
         problems += coverage
-    if not problems and not args.only:  # a drill is stamped only when all of it was graded
+    if not problems:  # a drill is stamped only when every clause mutant of it was graded
         for folder in args.clause_mutants:
-            graded = {
-                c.path.name.split("_clause_")[0].removeprefix("bad_")
-                for c in candidates
-                if c.clause and c.path.parent == scratch
-            }
+            graded = _wholly_graded_drills(
+                [c for c in every if c.clause and c.path.parent == scratch], candidates
+            )
             stamped = write_clause_stamps(folder, verdicts, graded)
             if stamped:
                 print(f"clause stamps written: {', '.join(stamped)}")
