@@ -7,6 +7,7 @@ from gptlab_testkit.mutants import export_with, mutated_module
 VARIABLE = "MODERN_LM_MODULE"
 EXPECTED_OWNER = "modern_config"
 CLAUSE = "M02.8"
+SCOPE = "all"  # M02.8 is an extension clause: only extension tests catch it
 
 checks = mutated_module(
     "modern_lm.checks", [("if not 0.0 <= value < 1.0:", "if not 0.0 <= value <= 1.0:")]

@@ -83,7 +83,7 @@ class KVCache:
 
     def load(self, past_key_values, cache_lengths, cache_start_positions):
         with torch.inference_mode():
-            lens = torch.as_tensor(cache_lengths, dtype=torch.long).to(self._lens.device)
+            lens = cache_lengths.to(self._lens.device)
             for (kc, vc), (k, v) in zip(self._kv, past_key_values):
                 n = min(k.shape[2], self.capacity)
                 keep = (torch.arange(n, device=kc.device)[None, :] < lens[:, None]).view(
@@ -94,7 +94,7 @@ class KVCache:
                 kc[:, :, :n] = torch.where(keep, k[:, :, :n].to(kc), 0.0)
                 vc[:, :, :n] = torch.where(keep, v[:, :, :n].to(vc), 0.0)
             self._lens.copy_(lens)
-            self._starts.copy_(torch.as_tensor(cache_start_positions, dtype=torch.long))
+            self._starts.copy_(cache_start_positions)
 
     def model_inputs(self):
         L = self.logical_length
@@ -115,4 +115,5 @@ class KVCache:
             if start_positions is None:
                 self._starts.zero_()
             else:
-                self._starts.copy_(torch.as_tensor(start_positions, dtype=torch.long))
+                # The contract's starts are a [B] long tensor: nothing else is accepted.
+                self._starts.copy_(start_positions)

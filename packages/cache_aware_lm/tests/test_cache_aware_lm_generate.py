@@ -74,6 +74,7 @@ def test_staggered_batched_eos(lm):
     assert generated.tolist() == [[1, 0, 0], [2, 3, 0]]
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("eos_context")
 def test_generate_rejects_a_budget_no_context_can_hold(lm):
     """The page bounds generation by context_length without saying how long it is, so the
@@ -99,6 +100,7 @@ class ModuleCalls:
             hook.remove()
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("eos_context")
 @pytest.mark.parametrize(
     ("origins", "length", "eos"),

@@ -47,6 +47,7 @@ def test_eos_rule_after_a_multi_token_prompt(lm):
     assert torch.equal(model.generate(ids, positions, 6, eos_token_id=eos), expected)
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("cache_metadata")
 def test_uncached_call_rejects_positions_that_jump_within_a_row(lm):
     """Positions are contiguous within each row, also without a cache (broken on row 1)."""

@@ -214,6 +214,7 @@ def test_valid_call_is_accepted(lm):
     assert out.cache_lengths.tolist() == [5, 5]
 
 
+@pytest.mark.rejection
 @pytest.mark.contract
 @pytest.mark.parametrize("case", list(MALFORMED))
 def test_malformed_input_is_value_error(lm, case):
@@ -237,6 +238,7 @@ def test_full_cache_call_is_accepted(lm):
     assert_close(out.logits, whole.logits[:, 3:], "cached call against the whole sequence")
 
 
+@pytest.mark.rejection
 @pytest.mark.contract
 @pytest.mark.parametrize("case", list(METADATA_WITHOUT_ITS_CACHE))
 def test_full_cache_cases_are_value_errors(lm, case):

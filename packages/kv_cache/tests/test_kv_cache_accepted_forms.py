@@ -2,8 +2,10 @@
 
 The other suites use one geometry (two layers, float32, tensor starts, a source
 longer than one slot); these cases take the other forms the contract allows: its
-defaults, another float dtype, starts as a list of ints, one layer, a source of
-zero or one slot, two caches cut from one allocation, inference tensors.
+defaults, another float dtype, one layer, a source of zero or one slot, two caches
+cut from one allocation, a batch-one cache whose batch stride is 0, inference tensors.
+Start positions as a list of ints are this project's extension
+(`test_kv_cache_extension_forms.py`): the contract's starts are a `[B]` long tensor.
 """
 
 from __future__ import annotations
@@ -51,29 +53,6 @@ def test_constructor_dtype_sets_every_storage_tensor():
 
     for key, value in cache.storage:
         assert key.dtype == torch.float64 and value.dtype == torch.float64
-
-
-@pytest.mark.owner("fixed_capacity_storage")
-def test_start_positions_may_be_a_sequence_of_ints():
-    cache = kvc.KVCache(1, B, H, 5, D, device=test_device(), start_positions=[3, 7])
-    new = one_layer(2, seed=1)
-
-    assert cache.cache_start_positions.tolist() == [3, 7]
-    assert cache.cache_start_positions.dtype == torch.long
-    cache.append(new, long([[3, 4], [7, 8]]))
-    key, value = cache.storage[0]
-    assert torch.equal(key[:, :, :2], new[0][0]) and torch.equal(value[:, :, :2], new[0][1])
-
-
-@pytest.mark.owner("storage_lifecycle")
-def test_reset_takes_start_positions_as_a_sequence_of_ints():
-    cache = kvc.KVCache(1, B, H, 5, D, device=test_device())
-
-    cache.reset([2, 9])
-
-    assert cache.cache_start_positions.tolist() == [2, 9]
-    cache.append(one_layer(1, seed=3), long([[2], [9]]))
-    assert cache.cache_lengths.tolist() == [1, 1]
 
 
 @pytest.mark.owner("fixed_capacity_storage")
@@ -175,6 +154,25 @@ def test_append_kv_cache_reads_broadcast_new_kv():
     key_new = seeded(B, 1, 2, D, seed=25).expand(B, H, 2, D)
     value_new = seeded(B, 1, 2, D, seed=26).expand(B, H, 2, D)
     slots = long([[1, 3], [2, 0]])
+    want_key = loop_slot_write(key_cache, key_new, slots)
+    want_value = loop_slot_write(value_cache, value_new, slots)
+
+    kvc.append_kv_cache(key_cache, value_cache, key_new, value_new, slots)
+
+    assert torch.equal(key_cache, want_key) and torch.equal(value_cache, want_value)
+
+
+@pytest.mark.owner("fixed_capacity_storage")
+def test_append_kv_cache_writes_a_batch_one_cache_whose_batch_stride_is_zero():
+    """A size-1 dimension may have any stride (0 here): it still holds one element per slot."""
+    key_cache = torch.zeros(H, 4, D, device=test_device()).as_strided(
+        (1, H, 4, D), (0, 4 * D, D, 1)
+    )
+    value_cache = torch.zeros(H, 4, D, device=test_device()).as_strided(
+        (1, H, 4, D), (0, 4 * D, D, 1)
+    )
+    key_new, value_new = seeded(1, H, 2, D, seed=27), seeded(1, H, 2, D, seed=28)
+    slots = long([[3, 1]])
     want_key = loop_slot_write(key_cache, key_new, slots)
     want_value = loop_slot_write(value_cache, value_new, slots)
 

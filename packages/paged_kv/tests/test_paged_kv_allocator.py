@@ -93,6 +93,7 @@ def test_freed_partial_block_returns_to_the_free_queue(pool):
     assert (stats.used_blocks, stats.cached_blocks, stats.free_blocks) == (0, 0, 8)
 
 
+@pytest.mark.rejection
 def test_append_beyond_the_pool_raises_runtime_error_and_changes_nothing(pool):
     pool.fill("big", blocks=6, seed=1)
     pool.admit("a", [1])

@@ -111,6 +111,7 @@ def test_reuse_makes_a_cached_block_recent_again(pool):
     assert pool.admit("second again", [*second, 0]) == 0
 
 
+@pytest.mark.rejection
 def test_a_block_in_use_is_never_evicted(pool):
     pool.admit("a", PROMPT[:8])
     pool.append({"a": PROMPT[:8]})

@@ -5,6 +5,13 @@ leave the pool, the counters, the block tables and the lengths exactly as they w
 A contract test accepts any message naming what is wrong (docs/contracts.md): the
 parameter with underscores or spaces, or the offending value; the extension tests
 below require this project's wording (the parameter's identifier).
+
+The contract's rejections (README, "Contract") are graded: sizes that are not positive,
+unknown, repeated or open ids, empty or negative token ids, shapes, positions that are
+not each row's next, a negative start, out-of-range blocks and slots. Arguments of
+another kind (a bool, float or str size, a float start, a tuple for a namespace) and
+tensors of another dtype are this project's extension: refused by the reference,
+never graded.
 """
 
 from __future__ import annotations
@@ -24,30 +31,34 @@ pytestmark = [pytest.mark.owner("paged_kv_validation")]
 GOOD_SIZES = {"layer_count": 2, "head_count": 2, "head_dim": 3, "num_blocks": 8, "block_size": 4}
 
 
-BAD_SIZES = [
-    ("layer_count", 0),
-    ("head_count", True),
-    ("head_dim", -1),
-    ("num_blocks", 2.0),
-    ("block_size", "4"),
-]
+BAD_SIZES = [("layer_count", 0), ("head_dim", -1)]
+# Sizes of another kind: this project's rule (an argument kind), not the contract's.
+SIZES_OF_ANOTHER_KIND = [("head_count", True), ("num_blocks", 2.0), ("block_size", "4")]
 
 
 @pytest.mark.contract
+@pytest.mark.rejection
 @pytest.mark.parametrize(("name", "value"), BAD_SIZES)
-def test_constructor_rejects_a_size_that_is_not_a_positive_int(name, value):
+def test_constructor_rejects_a_size_that_is_not_positive(name, value):
     with pytest.raises(ValueError, match=what_is_wrong(name, values=[value])):
         pkv.PagedKVCache(**{**GOOD_SIZES, name: value}, device=test_device())
 
 
 @pytest.mark.extension
-@pytest.mark.parametrize(("name", "value"), BAD_SIZES)
+@pytest.mark.parametrize(("name", "value"), SIZES_OF_ANOTHER_KIND)
+def test_constructor_rejects_a_size_of_another_kind(name, value):
+    with pytest.raises(ValueError, match=what_is_wrong(name, values=[value])):
+        pkv.PagedKVCache(**{**GOOD_SIZES, name: value}, device=test_device())
+
+
+@pytest.mark.extension
+@pytest.mark.parametrize(("name", "value"), BAD_SIZES + SIZES_OF_ANOTHER_KIND)
 def test_constructor_message_uses_the_parameter_identifier(name, value):
     with pytest.raises(ValueError, match=name):
         pkv.PagedKVCache(**{**GOOD_SIZES, name: value}, device=test_device())
 
 
-@pytest.mark.contract
+@pytest.mark.extension
 def test_constructor_rejects_a_non_floating_dtype():
     with pytest.raises(ValueError, match=what_is_wrong("dtype", values=[torch.long])):
         pkv.PagedKVCache(**GOOD_SIZES, dtype=torch.long, device=test_device())
@@ -113,11 +124,6 @@ BAD_APPENDS: dict[str, tuple[Callable[[], tuple], str | tuple[str, ...], list[ob
         ("request_ids", "request_id"),
         ["a"],
     ),
-    "float token ids": (
-        lambda: (["a"], long([[1]]).float(), long([[7]]), kv(1)),
-        "token_ids",
-        [torch.float32],
-    ),
     "token ids of another row count": (
         lambda: (["a"], long([[1], [1]]), long([[7]]), kv(1)),
         "token_ids",
@@ -154,6 +160,16 @@ BAD_APPENDS: dict[str, tuple[Callable[[], tuple], str | tuple[str, ...], list[ob
         "past_key_values",
         shape(1, 2, 2, 3),
     ),
+}
+# Tensors of another dtype: this project's rule, not the contract's.
+APPENDS_OF_ANOTHER_DTYPE: dict[
+    str, tuple[Callable[[], tuple], str | tuple[str, ...], list[object]]
+] = {
+    "float token ids": (
+        lambda: (["a"], long([[1]]).float(), long([[7]]), kv(1)),
+        "token_ids",
+        [torch.float32],
+    ),
     "wrong dtype": (
         lambda: (["a"], long([[1]]), long([[7]]), kv(1, dtype=torch.float64)),
         ("past_key_values", "dtype"),
@@ -166,10 +182,7 @@ def names_of(named: str | tuple[str, ...]) -> tuple[str, ...]:
     return (named,) if isinstance(named, str) else named
 
 
-@pytest.mark.contract
-@pytest.mark.parametrize("case", list(BAD_APPENDS))
-def test_append_rejects_malformed_input_before_any_write(busy, case):
-    make_args, named, values = BAD_APPENDS[case]
+def append_rejects_before_any_write(busy, make_args, named, values) -> None:
     before = state_of(busy)
 
     with pytest.raises(ValueError, match=what_is_wrong(*names_of(named), values=values)):
@@ -178,10 +191,23 @@ def test_append_rejects_malformed_input_before_any_write(busy, case):
     assert_unchanged(busy, before)
 
 
-@pytest.mark.extension
+@pytest.mark.contract
+@pytest.mark.rejection
 @pytest.mark.parametrize("case", list(BAD_APPENDS))
+def test_append_rejects_malformed_input_before_any_write(busy, case):
+    append_rejects_before_any_write(busy, *BAD_APPENDS[case])
+
+
+@pytest.mark.extension
+@pytest.mark.parametrize("case", list(APPENDS_OF_ANOTHER_DTYPE))
+def test_append_rejects_tensors_of_another_dtype_before_any_write(busy, case):
+    append_rejects_before_any_write(busy, *APPENDS_OF_ANOTHER_DTYPE[case])
+
+
+@pytest.mark.extension
+@pytest.mark.parametrize("case", list(BAD_APPENDS) + list(APPENDS_OF_ANOTHER_DTYPE))
 def test_append_message_uses_the_parameter_identifier(busy, case):
-    make_args, named, _ = BAD_APPENDS[case]
+    make_args, named, _ = {**BAD_APPENDS, **APPENDS_OF_ANOTHER_DTYPE}[case]
     with pytest.raises(ValueError, match=names_of(named)[0]):
         busy.cache.append(*make_args())
 
@@ -190,8 +216,11 @@ BAD_ADMITS: dict[str, tuple[dict, str, list[object]]] = {
     "open request id": ({"request_id": "a"}, "request_id", ["a"]),
     "no tokens": ({"token_ids": []}, "token_ids", [[]]),
     "negative token": ({"token_ids": [1, -2]}, "token_ids", [-2]),
-    "not a namespace": ({"namespace": ("m", "c")}, "namespace", [("m", "c")]),
     "negative start": ({"start_position": -1}, "start_position", [-1]),
+}
+# Arguments of another kind: this project's rule, not the contract's.
+ADMITS_OF_ANOTHER_KIND: dict[str, tuple[dict, str, list[object]]] = {
+    "not a namespace": ({"namespace": ("m", "c")}, "namespace", [("m", "c")]),
     "fractional start": ({"start_position": 1.5}, "start_position", [1.5]),
 }
 
@@ -206,10 +235,7 @@ def admit_args(change: dict) -> dict:
     }
 
 
-@pytest.mark.contract
-@pytest.mark.parametrize("case", list(BAD_ADMITS))
-def test_admit_rejects_malformed_input_before_any_change(busy, case):
-    change, parameter, values = BAD_ADMITS[case]
+def admit_rejects_before_any_change(busy, case, change, parameter, values) -> None:
     before = state_of(busy)
 
     with pytest.raises(ValueError, match=what_is_wrong(parameter, values=values)):
@@ -223,15 +249,29 @@ def test_admit_rejects_malformed_input_before_any_change(busy, case):
         busy.cache.admit(**admit_args({}))  # and can still be admitted
 
 
-@pytest.mark.extension
+@pytest.mark.contract
+@pytest.mark.rejection
 @pytest.mark.parametrize("case", list(BAD_ADMITS))
+def test_admit_rejects_malformed_input_before_any_change(busy, case):
+    admit_rejects_before_any_change(busy, case, *BAD_ADMITS[case])
+
+
+@pytest.mark.extension
+@pytest.mark.parametrize("case", list(ADMITS_OF_ANOTHER_KIND))
+def test_admit_rejects_arguments_of_another_kind_before_any_change(busy, case):
+    admit_rejects_before_any_change(busy, case, *ADMITS_OF_ANOTHER_KIND[case])
+
+
+@pytest.mark.extension
+@pytest.mark.parametrize("case", list(BAD_ADMITS) + list(ADMITS_OF_ANOTHER_KIND))
 def test_admit_message_uses_the_parameter_identifier(busy, case):
-    change, parameter, _ = BAD_ADMITS[case]
+    change, parameter, _ = {**BAD_ADMITS, **ADMITS_OF_ANOTHER_KIND}[case]
     with pytest.raises(ValueError, match=parameter):
         busy.cache.admit(**admit_args(change))
 
 
 @pytest.mark.contract
+@pytest.mark.rejection
 @pytest.mark.parametrize(
     "call",
     [

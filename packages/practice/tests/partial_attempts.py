@@ -45,10 +45,57 @@ LATER = {
         4: ["KVCache.from_past_key_values"],
     },
     "prefix_cache": {2: ["PrefixCache.clear"], 3: ["PrefixCachedRunner.prefill"]},
-    # fork is the allocator's (stage 1); model_inputs reads slots back (stage 2)
-    "paged_kv": {2: ["PagedKVCache.slot_mapping", "PagedKVCache.model_inputs"]},
+    # fork is the allocator's (stage 1); block tables, the slot formula and model_inputs
+    # reading them back are stage 2's
+    "paged_kv": {
+        2: ["PagedKVCache.block_table", "PagedKVCache.slot_mapping", "PagedKVCache.model_inputs"]
+    },
     "scheduler": {3: ["Engine._preempt"]},
 }
+# paged_kv: the allocator (stage 1) keeps its tables to itself and raises RuntimeError when
+# no block is left; reading the tables (block_table, slot_mapping, model_inputs) is stage 2;
+# hashes, publishing full blocks and reuse at admission stage 3; freed blocks that stay
+# cached (LRU) and the hit, miss and eviction counters stage 4; copy on write stage 5; every
+# argument check and the free-block budget before the first write stage 7 (before, a check
+# does not refuse and an unknown id is the dict's KeyError).
+PAGED_KV_BEFORE = [
+    (
+        7,
+        'raise ValueError(f"request_id {rid!r}: no such open request") from None',
+        "raise KeyError(rid) from None",
+    ),
+    (7, "raise ValueError(", "_unchecked("),
+    (7, '            raise RuntimeError(f"out of blocks', '            _unchecked(f"out of blocks'),
+    (
+        7,
+        "\n\nclass PagedKVCache:",
+        "\n\ndef _unchecked(message):\n    pass\n\n\nclass PagedKVCache:",
+    ),
+    (
+        7,
+        "    def _grab(self):\n",
+        "    def _grab(self):\n"
+        "        if not self.free_list and not self.last_used:\n"
+        "            raise RuntimeError('no block left')\n",
+    ),
+    (5, "            if len(s.toks) % B and self.refs[s.table[-1]] > 1:", "            if False:"),
+    (
+        4,
+        "        self.n_hits += len(s.table)\n        self.n_miss += eligible - len(s.table)\n",
+        "",
+    ),
+    (
+        4,
+        "            if b in self.key_of:\n"
+        "                self.tick += 1\n"
+        "                self.last_used[b] = self.tick\n",
+        "            if b in self.key_of:\n"
+        "                del self.by_key[self.key_of.pop(b)]\n"
+        "                self.free_list.append(b)\n",
+    ),
+    (3, "        for i in range(eligible):", "        for i in range(0):"),
+    (3, "            while len(s.keys) < len(s.toks) // B:", "            while False:"),
+]
 # {mechanism: [(stage that builds it, text of the faithful file, what a learner has before)]}
 BEFORE = {
     # tinygpt before stage 5: positions restart at 0 and the mask is an upper-left triangle.
@@ -105,8 +152,11 @@ BEFORE = {
             "        if False:\n",
         ),
         (2, "    p, a = stats[", "    seq = seq[: T0 + max_new_tokens]\n    p, a = stats["),
+        (2, "    return SimpleNamespace(\n", "    return _RoundCounts(\n"),
     ],
-    # the loss is stage 2's build (the forward to logits is stage 1's: the layer's tests call it)
+    # the forward to logits under Llama's checkpoint names is stage 1's (the layer's tests load
+    # weights by those names and call it); the loss, the tied head and the initialisation
+    # stage 2's
     "modern_lm": [
         (
             2,
@@ -114,12 +164,29 @@ BEFORE = {
             "        if labels is not None and STAGE < 2:\n"
             "            raise NotImplementedError('the loss is stage 2')\n"
             "        if labels is not None:\n",
-        )
+        ),
+        (
+            2,
+            "        if config.tie_word_embeddings:\n",
+            "        if config.tie_word_embeddings and STAGE < 2:\n"
+            "            raise NotImplementedError('the tied head is stage 2')\n"
+            "        if config.tie_word_embeddings:\n",
+        ),
+        (2, "module.weight.data.normal_(0.0, 0.02)", "pass"),
     ],
-    # prefix-cache reuse is stage 2's build; validation stage 5's
+    # prefix-cache reuse is stage 2's build (no hit at admission, nothing published on
+    # release); preemption stage 3's; validation stage 5's
     "scheduler": [
         (2, "    def _hits(self, tokens):\n", "    def _hits(self, tokens):\n        return []\n"),
+        (
+            2,
+            "    def drop(self, block, key):\n",
+            "    def drop(self, block, key):\n        key = None\n",
+        ),
+        (2, "                self._release(req)\n", ""),
+        (2, "            if self.pool.available() - idle_hits < 1:\n", "            if False:\n"),
     ],
+    "paged_kv": PAGED_KV_BEFORE,
 }
 TINYGPT_LATER = """
 
@@ -176,10 +243,25 @@ def _unchecked(self, prompt_ids, max_new_tokens, eos_token_id, temperature, seed
 
 Engine._check = _unchecked
 """
+SPECULATIVE_LATER = """
+
+class _RoundCounts(SimpleNamespace):
+    \"\"\"The result before stage 2: the verification steps and the acceptance rate are
+    stage 2's (reading them raises).\"\"\"
+
+    @property
+    def verification_steps(self):
+        raise NotImplementedError("verification_steps is stage 2")
+
+    @property
+    def acceptance_rate(self):
+        raise NotImplementedError("acceptance_rate is stage 2")
+"""
 AFTER = {
     "tinygpt": TINYGPT_LATER,
     "cache_aware_lm": CACHE_AWARE_LATER,
     "scheduler": SCHEDULER_LATER,
+    "speculative": SPECULATIVE_LATER,
 }
 
 

@@ -1,12 +1,15 @@
-"""Stages a learner can follow: for every stage of the nine mechanisms, an attempt that
-builds exactly what that stage and the earlier ones build passes the stage's check.
+"""Stages a learner can follow: for every stage of the nine mechanisms (and modern_lm's named
+re-solve), an attempt that builds exactly what that stage's `build` text and the earlier
+ones say passes the stage's check.
 
 The partial attempts are tests/partial_attempts.py's (the `partial_attempt` fixture): a
-faithful candidate with what later stages build taken out, the single-function
-mechanisms included (a function that refuses the inputs a later stage teaches it).
+faithful candidate with what later stages' texts build taken out, the single-function
+mechanisms included (a function that refuses the inputs a later stage teaches it). The
+verdict is the check's own (`stage_verdicts`): every selected test passes.
 
-Cost: one grader run per stage (41), 1-8 s each at load 7 on the shared 2-core machine,
-about 100 s in all: the slowest file of the suite (`-m "not slow"` leaves it out).
+Cost: one grader run per stage (41, and the re-solve's), 1-8 s each, about 110 s in all on
+the shared 2-core machine: the slowest file of the suite (`-m "not slow"` leaves it out;
+`nox -s practice_tests` runs it).
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_practice.grader import attempt_filename, identity, run_stage
-from gptlab_practice.stages import mechanisms
+from gptlab_practice.cli import stage_verdicts
+from gptlab_practice.grader import attempt_filename, run_stage
+from gptlab_practice.stages import mechanisms, resolves
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice"), pytest.mark.slow]
 
@@ -27,15 +31,28 @@ ROOT = Path(__file__).resolve().parents[3]
 STAGES = [(name, s.number) for name, m in mechanisms().items() for s in m.stages]
 
 
+def _passes(unit: str, stage: int, attempt: Path) -> None:
+    mechanism = {**mechanisms(), **resolves()}[unit]
+    run = run_stage(ROOT, mechanism, stage, attempt)
+    verdict = stage_verdicts(mechanism, run, stage, stage)[-1]
+    failed = [f"{r.nodeid}: {r.reason}" for r in verdict.failed]
+    assert verdict.passed, verdict.reason + "\n" + "\n".join(failed[:12])
+
+
 @pytest.mark.parametrize(("name", "stage"), STAGES, ids=[f"{n}-{s}" for n, s in STAGES])
 def test_a_partial_attempt_passes_its_stage(
     name: str, stage: int, tmp_path: Path, partial_attempt: Callable[[str, int], str]
 ) -> None:
-    mechanism = mechanisms()[name]
     attempt = tmp_path / attempt_filename(name)
     attempt.write_text(partial_attempt(name, stage))
-    run = run_stage(ROOT, mechanism, stage, attempt)
-    assert not run.problem, run.problem
-    selected = [r for r in run.results if mechanism.selects(stage, identity(r))]
-    failed = [f"{r.nodeid}: {r.reason}" for r in selected if r.outcome == "failed"]
-    assert selected and not failed, "\n".join(failed[:12])
+    _passes(name, stage, attempt)
+
+
+def test_the_layer_reconstruction_passes_with_stage_one_of_modern_lm(
+    tmp_path: Path, partial_attempt: Callable[[str, int], str]
+) -> None:
+    """The named re-solve builds what modern_lm's stage 1 builds (one layer, its forward)."""
+    unit = resolves()["modern_lm:layer_reconstruction"]
+    attempt = tmp_path / attempt_filename(unit)
+    attempt.write_text(partial_attempt("modern_lm", 1))
+    _passes(unit.package, 1, attempt)

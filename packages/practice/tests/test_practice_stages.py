@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_practice.grader import attempt_filename
+from gptlab_practice.cli import stage_verdicts
+from gptlab_practice.grader import StageRun, attempt_filename
 from gptlab_practice.stages import Mechanism, TestIdentity, mechanisms, parse_stages, units
+from gptlab_testkit import TestResult
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 
@@ -115,3 +117,34 @@ def test_every_unit_answers_to_its_attempt_file_name() -> None:
     for unit in units().values():
         stem = attempt_filename(unit).removesuffix("_attempt.py")
         assert stem in unit.names, f"{unit.package}: {stem} not in {unit.names}"
+
+
+def test_a_rejection_held_for_a_later_stage_s_failure_leaves_its_own_stage_passed() -> None:
+    """`check --all` reads every stage from one run, where the grader holds a passed rejection
+    test (not earned) beside a failed valid-input test of its file, even one a later stage
+    selects: the earlier stage still passes, and a held test is never a failure routed to
+    its owner."""
+    construction = "packages/tinygpt/tests/test_tinygpt_construction.py::"
+    rejection = TestResult(
+        construction + "test_refuses",  # stage 1: tier0 owner:config_validation
+        "tinygpt",
+        "config_validation",
+        "contract",
+        ("tier0",),
+        outcome="failed",
+        rejection=True,
+        held=True,
+    )
+    forward = TestResult(  # stage 2: tier1 owner:decoder_forward
+        construction + "test_forward",
+        "tinygpt",
+        "decoder_forward",
+        "contract",
+        ("tier1",),
+        "failed",
+    )
+    verdicts = stage_verdicts(
+        mechanisms()["tinygpt"], StageRun(1, [rejection, forward], "", 0.0), 1, 3
+    )
+    assert [(v.stage, v.passed, v.tests_passed) for v in verdicts] == [(1, True, 1), (2, False, 0)]
+    assert verdicts[1].failed == [forward] and verdicts[1].owner == "decoder_forward"

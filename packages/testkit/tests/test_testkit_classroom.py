@@ -265,7 +265,10 @@ def test_a_submission_past_its_time_limit_is_a_broken_row() -> None:
     )
     row = classroom.submission_from("slow", run, {}, 7.0)
     assert (row.status, row.returncode) == ("broken", None)
-    assert row.note == "grading ran past the --submission-timeout of 7 s and was stopped"
+    assert row.note == (
+        "grading ran past its time limit of 7 s and was stopped "
+        "(the --submission-timeout or the run's deadline)"
+    )
 
 
 # How a candidate that does not import shows in the run's output (the plugin's exit).

@@ -191,6 +191,7 @@ MALFORMED_CACHES = {
 }
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("cache_validation")
 @pytest.mark.parametrize("malform", MALFORMED_CACHES.values(), ids=MALFORMED_CACHES.keys())
 def test_malformed_cache_is_rejected(make_model, make_tokens, malform):
@@ -201,6 +202,7 @@ def test_malformed_cache_is_rejected(make_model, make_tokens, malform):
         model(tokens[:, 4:], past_key_values=malform(past), use_cache=True)
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("cache_validation")
 def test_context_overflow_without_cache_is_rejected(make_model, make_tokens):
     model = make_model()
@@ -209,6 +211,7 @@ def test_context_overflow_without_cache_is_rejected(make_model, make_tokens):
         model(tokens)
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("cache_validation")
 @pytest.mark.parametrize(("past_length", "new_tokens"), [(14, 3), (16, 1), (10, 7)])
 def test_context_overflow_after_cache_is_rejected(make_model, make_tokens, past_length, new_tokens):
@@ -230,6 +233,7 @@ def test_exactly_full_context_is_accepted(make_model, make_tokens):
     assert output.past_key_values[0][0].size(2) == context
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("eos_context")
 @pytest.mark.parametrize(("prompt_length", "max_new_tokens"), [(10, 16), (8, 10), (17, 1)])
 def test_generate_rejects_context_overflow(make_model, make_tokens, prompt_length, max_new_tokens):

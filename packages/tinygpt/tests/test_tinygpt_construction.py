@@ -63,6 +63,7 @@ def contract_parameter_paths(n_layers: int) -> set[str]:
     return paths
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("config_validation")
 @pytest.mark.parametrize(("field", "value"), INVALID_FIELDS, ids=lambda v: repr(v))
 def test_config_rejects_invalid_field(tiny_sizes, field, value):
@@ -70,12 +71,14 @@ def test_config_rejects_invalid_field(tiny_sizes, field, value):
         tg.GPTConfig(**{**tiny_sizes, field: value})
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("config_validation")
 def test_config_rejects_d_model_not_divisible_by_heads(tiny_sizes):
     with pytest.raises(ValueError, match=what_is_wrong("d_model", "n_heads", values=[18, 4])):
         tg.GPTConfig(**{**tiny_sizes, "d_model": 18, "n_heads": 4})
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("config_validation")
 def test_config_replace_revalidates(tiny_sizes):
     config = tg.GPTConfig(**tiny_sizes)
@@ -85,6 +88,7 @@ def test_config_replace_revalidates(tiny_sizes):
         dataclasses.replace(config, dropout=1.5)
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("config_validation")
 def test_config_is_frozen(tiny_sizes):
     config = tg.GPTConfig(**tiny_sizes)
@@ -200,6 +204,7 @@ def _on_another_device(ids):
     return ids.to(others[0])
 
 
+@pytest.mark.rejection
 @pytest.mark.owner("cache_validation")
 @pytest.mark.parametrize(
     "make_bad",

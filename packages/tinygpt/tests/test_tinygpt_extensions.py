@@ -47,6 +47,35 @@ def test_generate_rejects_mistyped_arguments(make_model, make_tokens, arguments)
         model.generate(make_tokens(2, 3), **{"max_new_tokens": 2, **arguments})
 
 
+@pytest.mark.owner("eos_context")
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"temperature": math.nan},
+        {"temperature": math.inf},
+        {"eos_token_id": 32},
+        {"eos_token_id": -1},
+    ],
+    ids=["nan_temperature", "inf_temperature", "eos_out_of_vocab", "negative_eos"],
+)
+def test_generate_rejects_values_the_contract_leaves_open(make_model, make_tokens, arguments):
+    """The contract names a negative budget or temperature; a non-finite temperature and an
+    EOS id outside the vocabulary are this project's own refusals."""
+    model = make_model()
+    with pytest.raises(ValueError):
+        model.generate(make_tokens(2, 3), **{"max_new_tokens": 2, **arguments})
+
+
+@pytest.mark.owner("config_validation")
+@pytest.mark.parametrize(
+    ("field", "value"), [("dropout", None), ("layer_norm_eps", "1e-5")], ids=repr
+)
+def test_config_rejects_a_rate_that_is_no_number(tiny_sizes, field, value):
+    """A rate of the wrong kind (the contract names non-finite and out-of-range rates)."""
+    with pytest.raises(ValueError):
+        tg.GPTConfig(**{**tiny_sizes, field: value})
+
+
 @pytest.mark.owner("cache_validation")
 def test_cache_errors_name_the_layer_and_field(make_model, make_tokens):
     model = make_model()

@@ -10,9 +10,6 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gptlab_testkit import (
-    BAD_VALUE,
-    WRONG_KIND,
-    assert_rejects,
     boundary_settings,
     candidate,
     shares_storage,
@@ -167,47 +164,6 @@ def test_half_precision_logits_keep_their_dtype():
     assert kept(got) == [{2, 0}]
 
 
-# ---- rejection: valid in every respect but one ----
-
-
-@pytest.mark.clause("P10.9")
-@pytest.mark.parametrize("p", [0.0, -0.2, 1.01, math.nan, math.inf])
-def test_p_outside_zero_to_one_is_rejected(p):
-    logits = seeded(2, 5, seed=4)
-    with inputs_untouched(logits=logits):
-        assert_rejects(lambda: drill.top_p_filter(logits, p), BAD_VALUE, "p", values=(p,))
-
-
-@pytest.mark.clause("P10.8")
-@pytest.mark.parametrize("p", [True, "0.5", None], ids=repr)
-def test_p_of_another_kind_is_rejected(p):
-    logits = seeded(2, 5, seed=5)
-    with inputs_untouched(logits=logits):
-        assert_rejects(lambda: drill.top_p_filter(logits, p), WRONG_KIND, "p")
-
-
-@pytest.mark.clause("P10.10")
-@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.complex64])
-def test_logits_that_are_not_floating_are_rejected(dtype):
-    logits = seeded(2, 5, seed=6).to(dtype)
-    with inputs_untouched(logits=logits):
-        assert_rejects(lambda: drill.top_p_filter(logits, 0.5), WRONG_KIND, "logits")
-
-
-@pytest.mark.clause("P10.10")
-def test_logits_that_are_not_a_tensor_are_rejected():
-    logits = [[0.5, 1.5, -1.0], [2.0, 0.0, 1.0]]
-    assert_rejects(lambda: drill.top_p_filter(logits, 0.5), WRONG_KIND, "logits")
-
-
-@pytest.mark.clause("P10.11")
-@pytest.mark.parametrize("shape", [(), (2, 0)], ids=["0-d", "V=0"])
-def test_logits_without_a_token_are_rejected(shape):
-    logits = torch.zeros(shape, device=test_device())
-    with inputs_untouched(logits=logits):
-        assert_rejects(lambda: drill.top_p_filter(logits, 0.5), BAD_VALUE, "logits")
-
-
 @pytest.mark.clause("P10.1")
 def test_the_signature_takes_logits_and_p_positionally():
     logits = tensor([logs([0.2, 0.1, 0.5, 0.05, 0.15])])
@@ -269,16 +225,3 @@ def test_a_filtered_result_is_a_new_tensor():
     got = drill.top_p_filter(logits, 0.5)
 
     assert not shares_storage(got, logits), "the result aliases the caller's logits"
-
-
-@pytest.mark.clause("P10.6")
-@pytest.mark.parametrize(
-    "row", [[0.0, -30.0, 1.0], [0.0] * 20 + [-25.0], [3.0, 2.9, 2.8, -17.0, 2.7]], ids=str
-)
-def test_p_one_keeps_even_a_token_of_negligible_mass(row):
-    # The mass before the last token rounds to 1.0 in fp32: a walk that stops there drops it.
-    logits = tensor([row])
-
-    got = drill.top_p_filter(logits, 1.0)
-
-    assert torch.equal(got, logits)

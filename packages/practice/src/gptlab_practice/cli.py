@@ -274,16 +274,27 @@ def stage_verdicts(
     verdicts = []
     for number in range(first, last + 1):
         tests = [r for r in run.results if mechanism.selects(number, identity(r))]
-        failed = [r for r in tests if r.outcome == "failed"]
+        held = [r for r in tests if _held(r)]
+        failed = [r for r in tests if r.outcome == "failed" and not _held(r)]
         if run.problem or not tests:
             reason = run.problem or "no contract test is selected by this stage"
             verdicts.append(StageVerdict(number, False, 0, [], reason))
             break
         reason = failed[0].reason if failed else ""
-        verdicts.append(StageVerdict(number, not failed, len(tests) - len(failed), failed, reason))
+        passed = len(tests) - len(failed) - (len(held) if failed else 0)
+        verdicts.append(StageVerdict(number, not failed, passed, failed, reason))
         if failed:
             break
     return verdicts
+
+
+def _held(result: TestResult) -> bool:
+    """A passed rejection test the grader's scoring policy held back (not earned) because a
+    valid-input test beside it failed. It is no failure of the attempt's (never routed, never
+    a broken clause). A run of several stages (`--all`, `watch`) holds it for a later stage's
+    failure too; a check of its own stage would have earned it, so with no failure of this
+    stage's own it counts as passed here, and beside one it is neither passed nor failed."""
+    return bool(getattr(result, "held", False))  # the policy's field (gptlab_testkit.scoring)
 
 
 class Practice:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import builtins
 import hashlib
 import importlib.util
+import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +35,53 @@ from typing import Any
 from .seed_modules import SEED_MODULES, seed_module
 
 ATTEMPT_SUFFIX = "_attempt"
+# A submission folder is read entry by entry; past this many the rest is not looked at
+# (a zip of a million files must not stall grade before anything is graded).
+MAX_SUBMISSION_ENTRIES = 20_000
+
+
+class SubmissionLinkError(ValueError):
+    """A submission holds a symbolic link: refused before anything is graded (one line)."""
+
+
+def _refused(path: Path) -> SubmissionLinkError:
+    return SubmissionLinkError(
+        f"{path}: a symbolic link; a submission's files are read without following links "
+        "(put the file itself there)"
+    )
+
+
+def refuse_links(path: Path, *, travelling: bool = False) -> None:
+    """Raise SubmissionLinkError naming the first symbolic link of a submission.
+
+    `path` itself is read with lstat (never followed); a folder is walked without
+    following anything, every entry at any depth. `travelling`: `path` is one file
+    graded alone, whose folder's plain modules travel with it (the worker gets them
+    as sibling modules): those entries are checked too, and nothing deeper.
+    A link is refused whatever it points to: the reference, another file, a folder.
+    """
+    if stat.S_ISLNK(os.lstat(path).st_mode):
+        raise _refused(path)
+    if travelling:
+        with os.scandir(path.parent) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py") and entry.is_symlink():
+                    raise _refused(Path(entry.path))
+        return
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        _walk_without_links(path)
+
+
+def _walk_without_links(folder: Path) -> None:
+    pending, seen = [folder], 0
+    while pending and seen < MAX_SUBMISSION_ENTRIES:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                seen += 1
+                if entry.is_symlink():
+                    raise _refused(Path(entry.path))
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
 
 
 def sibling_files(folder: Path) -> dict[str, Path]:
@@ -64,6 +113,8 @@ class AttemptFolder:
         """Execute `path` (a file of this folder) once; later calls return the same module."""
         if path in self._modules:
             return self._modules[path]
+        if path.is_symlink():  # (grade refused it already; a file swapped in since is too)
+            raise _refused(path)
         module_name = f"gptlab_candidate_{path.stem}_{self._tag}"
         spec = importlib.util.spec_from_file_location(module_name, path)
         if spec is None or spec.loader is None:
@@ -109,6 +160,8 @@ _FOLDERS: dict[Path, AttemptFolder] = {}
 
 def load_attempt_file(path: Path) -> ModuleType:
     """Import one candidate file; its folder's plain modules come first for its imports."""
+    if path.is_symlink():
+        raise _refused(path)
     path = path.resolve()
     folder = _FOLDERS.get(path.parent)
     if folder is None:

@@ -53,6 +53,7 @@ class Cheat:
     late_s: float = 0.0
     enforced: bool = True
     why: str = ""
+    link: str = ""  # graded as a folder whose seed-named file links to this checkout file
 
 
 def read_cheat(path: Path) -> Cheat:
@@ -73,6 +74,7 @@ def read_cheat(path: Path) -> Cheat:
         float(found.get("LATE_S", 0)),  # type: ignore[arg-type]
         bool(found.get("ENFORCED", True)),
         str(found.get("WHY", "")),
+        str(found.get("LINK", "")),
     )
 
 
@@ -105,8 +107,11 @@ def grade_cheat(cheat: Cheat, root: Path) -> tuple[bool, str]:
 def _run_grade(cheat: Cheat, root: Path) -> tuple[int, int, float, bool]:
     with tempfile.TemporaryDirectory(prefix="gptlab-cheat-") as scratch:
         report, gradescope = Path(scratch) / "grade.json", Path(scratch) / "results.json"
-        command = [sys.executable, "-m", "gptlab_testkit.grade",
-                   f"{cheat.variable}={cheat.path}", "--json", str(report),
+        graded = f"{cheat.variable}={cheat.path}"
+        if cheat.link:  # a folder submission holding the link, as Gradescope's would
+            graded = str(Path(scratch) / "submission")
+            _submission(cheat, Path(graded), root)
+        command = [sys.executable, "-m", "gptlab_testkit.grade", graded, "--json", str(report),
                    "--gradescope", str(gradescope), "--timeout", TIMEOUT]  # fmt: skip
         done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
         if cheat.late_s:
@@ -168,19 +173,24 @@ def grade_class_cheat(folder: Path, root: Path) -> tuple[bool, str]:
 
 # `--quick` (`nox -s cheats -- --quick`: the step must stay near a minute): one cheat per kind
 # in the class run (pytest's entry points, the testkit's records, the comparisons, the
-# caller's frames, an object the grader lent, the reference, skipping, dropping), the
-# class_* folders, GRADESCOPE.
+# caller's frames, an object the grader lent, the reference, skipping, dropping, a linked
+# file, a stopped judge, a forged report), the class_* folders, GRADESCOPE.
 QUICK = (
     "cheat_p19_report_from_item_and_call.py", "cheat_p19_testkit_records.py",
     "cheat_p19_comparisons.py", "cheat_p19_frame_oracle.py", "cheat_p25_lent_expert_globals.py",
     "cheat_p19_exec_reference.py", "cheat_p19_skips_what_it_fails.py", "cheat_p19_drops_tests.py",
+    "cheat_p19_links_reference.py", "cheat_p19_stops_its_judge.py",
+    "cheat_p19_forges_report.py",
 )  # fmt: skip
 # Per test: generous, so a loaded CI machine cannot make a twin earn less than its cheat.
 TIMEOUT = "120"
 # What a class_* folder's submissions return: they may earn what this honest file earns.
 CLASS_TWIN = "_honest_p19_zeros.py"
 # Cheats that attack grade's own output files: graded singly through the Gradescope path.
-GRADESCOPE = ("cheat_p19_detached_writer.py", "cheat_p19_rewrites_report.py")
+GRADESCOPE = (
+    "cheat_p19_detached_writer.py", "cheat_p19_rewrites_report.py",
+    "cheat_p19_forges_report.py", "cheat_p19_links_reference.py",
+)  # fmt: skip
 
 
 def _mirror(root: Path, scratch: Path, packages: Sequence[str] = ()) -> Path:
@@ -202,11 +212,15 @@ def _snapshot(mirror: Path) -> dict[str, bytes]:
     return {str(p.relative_to(tests)): p.read_bytes() for p in tests.rglob("*.py")}
 
 
-def _submission(file: Path, variable: str, folder: Path) -> None:
-    from .candidates import VARIABLES
-
+def _submission(cheat: Cheat, folder: Path, root: Path) -> None:
+    """The cheat's file under its seed name in a folder of its own (LINK: a symbolic
+    link to that file of the checkout instead)."""
     folder.mkdir()
-    shutil.copy(file, folder / f"{VARIABLES[variable].stems[0]}.py")
+    target = folder / f"{VARIABLES[cheat.variable].stems[0]}.py"
+    if cheat.link:
+        target.symlink_to((root / cheat.link).resolve())
+    else:
+        shutil.copy(cheat.path, target)
 
 
 def _row_said(row: dict[str, Any], out: Path) -> str:
@@ -234,9 +248,9 @@ def batch(cheats: list[Cheat], classes: list[Path], root: Path) -> list[tuple[st
         submissions, out = scratch / "submissions", scratch / "out"
         submissions.mkdir()
         for twin, variable in twins.items():
-            _submission(twin, variable, submissions / f"twin_{twin.stem}")
+            _submission(Cheat(twin, variable, "", ""), submissions / f"twin_{twin.stem}", root)
         for cheat in cheats:
-            _submission(cheat.path, cheat.variable, submissions / cheat.path.stem)
+            _submission(cheat, submissions / cheat.path.stem, root)
         tamperers = {}
         for folder in classes:  # its submissions in their own order, after the cheats
             for member in sorted(p for p in folder.iterdir() if p.is_dir()):

@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 from tqdm import tqdm
 
+from .attempts import SubmissionLinkError, refuse_links
 from .candidates import VARIABLES, folder_assignments
 from .checkout_guard import CheckoutGuard
 from .grading import UsageError, grade_run, number, parse_assignments, selection
@@ -131,11 +132,17 @@ class Submission:
 
 
 def submission_folders(root: Path) -> list[Path]:
-    """The subfolders of `root`, sorted by name; ValueError naming --submissions if none."""
+    """The subfolders of `root`, sorted by name; ValueError naming --submissions if none.
+
+    A link to a folder is listed too: its row says it was refused (never followed)."""
     if not root.is_dir():
         raise ValueError(f"--submissions {root}: no such folder")
     folders = sorted(
-        (path for path in root.iterdir() if path.is_dir() and not path.name.startswith((".", "_"))),
+        (
+            path
+            for path in root.iterdir()
+            if (path.is_dir() or path.is_symlink()) and not path.name.startswith((".", "_"))
+        ),
         key=lambda path: path.name,
     )
     if not folders:
@@ -181,8 +188,10 @@ def submission_from(
 ) -> Submission:
     """The class row of one finished grading run."""
     if run.problem.startswith("ran past its time limit"):
-        note = f"grading ran past the --submission-timeout of {limit or 0:g} s and was stopped"
-        return Submission(name, "broken", None, modules, note=note, seconds=run.seconds)
+        note = f"grading {run.problem} (the --submission-timeout or the run's deadline)"
+        return Submission(name, "broken", None, modules, run.results, note, run.seconds)
+    if run.forfeit:  # every test failed, the note says why (a dead judge, a forged report)
+        return Submission(name, "graded", 1, modules, run.results, run.problem, run.seconds)
     if run.problem and not run.results and run.returncode != PYTEST_INTERNAL_ERROR:
         note = f"candidate error: {run.problem}"
         return Submission(name, "graded", run.returncode, modules, note=note, seconds=run.seconds)
@@ -477,6 +486,10 @@ def grade_class(argv: list[str], pytest_args: list[str]) -> int:
     logs.mkdir(parents=True, exist_ok=True)
 
     def grader(folder: Path) -> Submission | PendingSubmission:
+        try:
+            refuse_links(folder)  # before anything of it is read (never followed)
+        except SubmissionLinkError as error:
+            return Submission(folder.name, "not graded", note=f"refused: {error}")
         if not folder_assignments(folder):
             return not_graded(folder)
         limit = options.submission_timeout or None

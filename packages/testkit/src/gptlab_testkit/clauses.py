@@ -17,6 +17,7 @@ import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 KINDS = (
@@ -171,18 +172,78 @@ def traceability_problems(clauses: dict[str, Clause], tests: list[MarkedTest]) -
     return problems
 
 
+# -- which README states a test's clauses (for the scoring policy's test roles)
+
+REJECTION = "rejection"
+
+
+def _readme_candidates(test_file: Path) -> list[Path]:
+    """Where a test file's clause README may be: the nearest README.md above it inside its
+    `packages/<name>` folder, then that package's README in the checkout this testkit is
+    installed from (a copy of the suites alone, as a class run of the cheats makes, has
+    no README beside it; the clause kinds are this project's data, never a candidate's)."""
+    parts = test_file.resolve().parts
+    found: list[Path] = []
+    if "packages" not in parts:
+        return found
+    index = len(parts) - 1 - parts[::-1].index("packages")
+    if index + 1 >= len(parts) - 1:
+        return found
+    package_dir = Path(*parts[: index + 2])
+    for folder in test_file.resolve().parents:
+        if not folder.is_relative_to(package_dir):
+            break
+        found.append(folder / "README.md")
+    own_checkout = Path(__file__).resolve().parents[4]  # packages/testkit/src/gptlab_testkit
+    found.append(own_checkout / "packages" / parts[index + 1] / "README.md")
+    return found
+
+
+@cache
+def _clauses_in(readme: Path) -> dict[str, Clause]:
+    try:
+        return readme_clauses(readme) if readme.is_file() else {}
+    except (ClauseError, OSError, UnicodeDecodeError):
+        return {}
+
+
+def clause_kinds(test_file: Path, clause_ids_: Iterable[str]) -> dict[str, str]:
+    """{clause id: kind} for the clauses a test of `test_file` names, read from the README
+    that states them (see `_readme_candidates`); an id no README states is left out."""
+    wanted = set(clause_ids_)
+    kinds: dict[str, str] = {}
+    for readme in _readme_candidates(test_file):
+        clauses = _clauses_in(readme)
+        for clause_id in wanted - set(kinds):
+            if clause_id in clauses:
+                kinds[clause_id] = clauses[clause_id].kind
+        if len(kinds) == len(wanted):
+            break
+    return kinds
+
+
+def names_only_rejections(test_file: Path, clause_ids_: Iterable[str]) -> bool:
+    """Whether a test names clauses, every one of kind rejection in its README."""
+    ids = tuple(clause_ids_)
+    kinds = clause_kinds(test_file, ids) if ids else {}
+    return bool(ids) and all(kinds.get(clause_id) == REJECTION for clause_id in ids)
+
+
 __all__ = [
     "EXTENSION",
     "KINDS",
     "NOT_GRADED",
+    "REJECTION",
     "SEMANTIC_CATCHES",
     "Clause",
     "ClauseError",
     "MarkedTest",
     "clause_ids",
+    "clause_kinds",
     "clause_order",
     "clauses_of",
     "marked_tests",
+    "names_only_rejections",
     "readme_clauses",
     "traceability_problems",
 ]

@@ -29,6 +29,7 @@ from typing import Any
 
 from .candidates import VARIABLES
 from .results import TestResult, records_payload, results_from
+from .scoring import is_advisory, scored
 
 # Set in the listing process: `load_candidate` loads each variable's reference instead.
 LISTING_VARIABLE = "GPTLAB_LISTING_EXPECTED"
@@ -139,9 +140,11 @@ def verdicts(
     reported: Sequence[TestResult],
     reference_skips: Mapping[str, str] | None = None,
 ) -> list[TestResult]:
-    """One result per expected test: the run's pass or fail, every other outcome a failure.
+    """One result per expected test: the run's pass or fail, every other outcome a failure,
+    then the scoring policy (`scoring.scored`: held rejections, advisory results).
 
-    Owner, package, kind and tiers come from the listing, never from the run's report.
+    Owner, package, kind, tiers and role (rejection) come from the listing, never from the
+    run's report; a result the run's judge set apart as advisory stays apart.
     `reference_skips` (nodeid -> reason): tests the references skip too on this machine
     (a second device it lacks): such a skip is the environment's, the same for everyone.
     """
@@ -154,6 +157,16 @@ def verdicts(
         got = by_id.get(test.nodeid)
         if got is None:
             judged.append(replace(test, outcome="failed", reason=NOT_REPORTED))
+        elif is_advisory(got):
+            judged.append(
+                replace(
+                    test,
+                    outcome="skipped",
+                    duration=got.duration,
+                    reason=got.reason,
+                    advisory=got.advisory,
+                )
+            )
         elif got.outcome == "skipped" and test.nodeid in (reference_skips or {}):
             reason = (reference_skips or {})[test.nodeid]
             judged.append(replace(test, outcome="skipped", reason=f"{reason} (as the reference)"))
@@ -169,16 +182,29 @@ def verdicts(
                 )
             )
         else:
+            # A rejection the run held is judged again here from the listing's roles.
+            held = got.held and got.outcome == "failed"
             judged.append(
-                replace(test, outcome=got.outcome, duration=got.duration, reason=got.reason)
+                replace(
+                    test,
+                    outcome="passed" if held else got.outcome,
+                    duration=got.duration,
+                    reason="" if held else got.reason,
+                    error="" if held else got.error,
+                    advisory=got.advisory,
+                )
             )
-    return judged
+    return scored(judged)
 
 
 def skipped_by_run(expected: Expected, reported: Sequence[TestResult]) -> dict[str, str]:
     """Expected tests, not skipped by the grader, that the candidate's run skipped: reasons."""
     wanted = {test.nodeid for test in expected.tests if test.outcome != "skipped"}
-    return {r.nodeid: r.reason for r in reported if r.outcome == "skipped" and r.nodeid in wanted}
+    return {
+        r.nodeid: r.reason
+        for r in reported
+        if r.outcome == "skipped" and r.nodeid in wanted and not is_advisory(r)
+    }
 
 
 _REFERENCE_SKIPS: dict[frozenset[str], set[tuple[str, str]]] = {}

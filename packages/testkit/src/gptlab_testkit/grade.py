@@ -39,6 +39,15 @@ Options (before any `--`):
   --gradescope-points N scale its scores so the maximum is N (the assignment's points)
   --gradescope-visibility OWNER_OR_PACKAGE=VISIBILITY   (repeatable) when students see
                         those tests: visible, hidden, after_due_date or after_published
+  --deadline SECONDS    the whole run's limit once its tests are listed (default: the
+                        per-test limit + 60 s for collection, plus every listed test at
+                        the per-test limit + 10 s, at most 1800 s); past it the run's
+                        process tree is ended and what it did not report fails
+
+A submission is read without following links: a symbolic link anywhere in a folder (or a
+linked file) is refused in one line before anything is graded. A run earns nothing when
+its judging process (or its keeper) dies by a signal or is stopped, or when its report
+fails authentication (an HMAC with a key only grade and the judging process hold).
 
 A whole class: `--submissions DIR [--shard I/N] [--out OUT] [--jobs N]` and
 `merge OUT A.json ...`
@@ -57,6 +66,7 @@ from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
 from .expected import verdict_lines
 from .grading import (
     IMPORT_ALLOWANCE_S,
+    RefusedSubmissionError,
     UsageError,
     grade_run,
     ladder_packages,
@@ -101,10 +111,17 @@ def main(argv: list[str]) -> int:
     ):
         from .classroom import main as grade_class  # (tqdm and the rest: only for a class)
 
+        if own[0] != "merge" and (refused := sandbox.refusal()):
+            print(refused, file=sys.stderr)  # never judged weaker than the sandbox
+            return 2
         return int(grade_class(own, pytest_args))
     try:
         options = parse_options(own)
         assignments = parse_assignments(options.candidates)
+    except RefusedSubmissionError as error:  # a link: nothing graded, nothing earned
+        print(f"grade: refused: {error}", file=sys.stderr)
+        write_outputs(options, SuiteRun(4, [], "", f"refused: {error}"))
+        return 4
     except UsageError as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2
@@ -113,8 +130,10 @@ def main(argv: list[str]) -> int:
     print("gptlab grade: modules graded")
     for line in module_lines():
         print("  " + line)
-    if swapped_variables(assignments) and (unhidden := sandbox.notice()):
-        print("  " + unhidden)  # the worker can read the reference: say so
+    if swapped_variables(assignments) and (refused := sandbox.refusal()):
+        print(refused, file=sys.stderr)  # never judged weaker than the sandbox
+        write_outputs(options, SuiteRun(4, [], "", refused))
+        return 4
     if not Path.cwd().resolve().is_relative_to(options.root):
         print(f"  suites of the checkout {options.root}")
     paths, ladder = selection(options.root, assignments, options.full)
@@ -124,10 +143,13 @@ def main(argv: list[str]) -> int:
     warm_up()
     run = grade_run(paths, assignments, options, pytest_args, ladder).wait()
     if run.problem:
-        print(f"grade: candidate error: {run.problem}", file=sys.stderr)
+        kind = "" if run.forfeit else "candidate error: "
+        print(f"grade: {kind}{run.problem}", file=sys.stderr)
     run.not_rerun = not_rerun(run, ladder)
     if swapped_variables(assignments) and run.results:
         print("\n".join(verdict_lines(run.results, run.not_rerun)), flush=True)
+        if run.forfeit:
+            print(run.problem, flush=True)
     write_outputs(options, run)
     return 4 if run.problem and not run.results else run.returncode
 

@@ -11,8 +11,10 @@ import importlib.util
 import math
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from .attempts import SubmissionLinkError, refuse_links
 from .candidates import VARIABLE_BY_PACKAGE, VARIABLES, folder_assignments, select_test_files
 from .checkout import CheckoutError, find_checkout
 from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, JUDGE_VARIABLE, default_workers
@@ -24,13 +26,28 @@ from .expected import (
     skipped_by_run,
     verdicts,
 )
-from .results import gradescope_keys, package_of, parse_visibility
+from .results import TestResult, gradescope_keys, package_of, parse_visibility
 from .suggest import did_you_mean
 from .suites import ForkedRun, SuiteRun, drill_suite_paths, grading_args, suite_paths
 
 
 class UsageError(Exception):
     pass
+
+
+class RefusedSubmissionError(UsageError):
+    """The submission holds a symbolic link: nothing is graded, and grade's outputs (its
+    JSON, Gradescope's results.json) say so with nothing earned."""
+
+
+def _without_links(path: Path, *, travelling: bool = False) -> None:
+    """A submission's files are read without following links (`attempts.refuse_links`)."""
+    try:
+        refuse_links(path, travelling=travelling)
+    except SubmissionLinkError as error:
+        raise RefusedSubmissionError(str(error)) from None
+    except OSError:
+        return  # absent: the caller says so in its own words
 
 
 def _variable_for(key: str) -> str:
@@ -57,6 +74,7 @@ def _module_value(key: str, value: str) -> str:
         raise UsageError(f"{key}={value}: no candidate given (a .py file or a module name)")
     path = Path(value).expanduser()
     if value.endswith(".py") or os.sep in value or path.is_dir():
+        _without_links(path, travelling=True)
         if path.is_dir():
             raise UsageError(f"{key}={value}: a folder; give the .py file, or the folder alone")
         if not path.is_file():
@@ -72,6 +90,7 @@ def _module_value(key: str, value: str) -> str:
 
 def _file_module(argument: str) -> dict[str, str]:
     """A lone `.py` file named like one of the seed's (`kv_cache.py`, `tiny_gpt_attempt.py`)."""
+    _without_links(Path(argument).expanduser(), travelling=True)
     path = Path(argument).expanduser().resolve()
     found = folder_assignments(path.parent)
     variables = [v for v, file in found.items() if file == path]
@@ -84,6 +103,8 @@ def _file_module(argument: str) -> dict[str, str]:
 
 
 def _folder_modules(folder: Path) -> dict[str, str]:
+    _without_links(folder)  # the folder itself and every entry in it, at any depth
+    folder = folder.resolve()
     found = folder_assignments(folder)
     if not found:
         names = ", ".join(f"{stem}.py" for v in VARIABLES.values() for stem in v.stems)
@@ -104,7 +125,7 @@ def parse_assignments(arguments: list[str]) -> dict[str, str]:
             assignments[_variable_for(pending)] = _module_value(pending, argument)
             pending = None
         elif "=" not in argument and Path(argument).expanduser().is_dir():
-            assignments.update(_folder_modules(Path(argument).expanduser().resolve()))
+            assignments.update(_folder_modules(Path(argument).expanduser()))
         elif "=" not in argument and Path(argument).expanduser().is_file():
             assignments.update(_file_module(argument))
         elif "=" in argument:
@@ -162,6 +183,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--gradescope", type=Path)
     parser.add_argument("--gradescope-points", type=number)
     parser.add_argument("--gradescope-visibility", action="append", default=[])
+    parser.add_argument("--deadline", type=number)
     options, extras = parser.parse_known_args(argv)
     _unknown_option(parser, extras)
     options.candidates += extras  # positional arguments after an option
@@ -173,6 +195,8 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         raise UsageError(f"--timeout must be > 0 seconds, got {options.timeout:g}")
     if options.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {options.workers}")
+    if options.deadline is not None and options.deadline <= 0:
+        raise UsageError(f"--deadline must be > 0 seconds, got {options.deadline:g}")
     if options.memory_limit < 0:
         raise UsageError(f"--memory-limit must be >= 0 MiB, got {options.memory_limit}")
     points = options.gradescope_points
@@ -189,6 +213,18 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
 # Collection imports the candidates; the run waits this long past the per-test limit
 # for it (a module that hangs or ends its process while imported gets no verdict).
 IMPORT_ALLOWANCE_S = 60.0
+# The pool ends a test this long past the per-test limit (isolation.ForkPool).
+POOL_GRACE_S = 10.0
+# No run of candidates lasts longer than this unless --deadline says so.
+DEADLINE_CAP_S = 1800.0
+
+
+def overall_deadline(listed: int, timeout: float) -> float:
+    """Seconds a run of candidates may take once released, whatever its code does:
+    collection (the per-test limit + IMPORT_ALLOWANCE_S) plus every listed test at its
+    limit run one after another (+ POOL_GRACE_S each), capped at DEADLINE_CAP_S. Past
+    it grade ends the run's whole process tree, and what it did not report fails."""
+    return min(DEADLINE_CAP_S, timeout + IMPORT_ALLOWANCE_S + listed * (timeout + POOL_GRACE_S))
 
 
 def swapped_variables(assignments: dict[str, str]) -> set[str]:
@@ -252,6 +288,7 @@ def grade_run(
     judging |= {"GPTLAB_JUDGE_TIMEOUT": f"{options.timeout:g}"}
     judging |= {"GPTLAB_JUDGE_MEMORY_MIB": str(options.memory_limit)}
     judging |= {"GPTLAB_JUDGE_TRUSTED": ""}  # only known_bad's own fixtures are trusted
+    judging |= {"GPTLAB_JUDGE_UNSANDBOXED": ""}  # grade's workers: always in the sandbox
     run = ForkedRun(
         paths,
         {**assignments, **judging},
@@ -272,6 +309,10 @@ def grade_run(
         run.kill()
         raise
     run.release()
+    if expected is not None:  # a run of candidates always ends (nothing but references: no)
+        listed = sum(test.outcome != "skipped" for test in expected.tests)
+        deadline = getattr(options, "deadline", None)
+        run.limit_from_now(deadline or overall_deadline(listed, options.timeout))
     return JudgedRun(run, expected)
 
 
@@ -299,6 +340,10 @@ class JudgedRun:
         result = self.run.poll()
         if result is None or self.expected is None or self.expected.problem:
             return result
+        if result.forfeit:  # every listed test fails, saying why (results: none read)
+            result.results = forfeited(self.expected, result.problem)
+            result.returncode = 1  # a failing verdict (not a broken grading process)
+            return result
         if not result.results and result.returncode != 0:
             return result  # no verdict at all (a candidate error): no credit either way
         skipped = skipped_by_run(self.expected, result.results)
@@ -307,6 +352,9 @@ class JudgedRun:
         result.returncode = judged_returncode(result.returncode, result.results)
         return result
 
+    def limit_from_now(self, seconds: float) -> None:
+        self.run.limit_from_now(seconds)
+
     def wait(self) -> SuiteRun:
         while (result := self.poll()) is None:
             time.sleep(0.05)
@@ -314,3 +362,12 @@ class JudgedRun:
 
     def kill(self) -> None:
         self.run.kill()
+
+
+def forfeited(expected: Expected, why: str) -> list[TestResult]:
+    """A run that earns nothing: every listed test failed, its reason `why` (the grader's
+    own declared skips stay skipped)."""
+    return [
+        test if test.outcome == "skipped" else replace(test, outcome="failed", reason=why)
+        for test in verdicts(expected, [])
+    ]

@@ -21,11 +21,11 @@ A test process the pool forks gets a fork of the worker its parent started (`_fo
 torch and the candidate are imported once, not per test file). A candidate that ends or
 hangs its worker fails the test that was running (the worker is started afresh for the
 next test); reaching for a refused module (the reference,
-the tests, the testkit, pytest) fails the test, naming it. When the grader runs as
-root the worker drops to an unprivileged user (`nobody`) with resource limits, where
-that user can run the interpreter; otherwise it runs as the grader's user and says so.
-As root it also starts in a private mount namespace where the reference, the tests and
-the testkit cannot be read (`sandbox`).
+the tests, the testkit, pytest) fails the test, naming it. Every worker starts in a bubblewrap
+sandbox (`sandbox`): uid 65534 with no capability, its own pid, IPC and network
+namespaces, and a root holding only the interpreter, torch and numpy, its scratch folder
+and the submission's files; where none can be made, no worker starts
+(`sandbox.SandboxRefusedError`) and grade refuses to judge.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import pwd
+import re
 import resource
-import stat
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,6 +84,9 @@ REFUSED = (
     "scheduler", "stdlib_pair", "tiny_gpt", "speculative_decoding", "conftest",
 )  # fmt: skip
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
+# The variables whose workers keep the host's network: P28's ranks join a Gloo group whose
+# rendezvous is a TCP store on loopback (every other worker has no network at all).
+LOOPBACK_VARIABLES = frozenset({"DRILL_P28_MODULE"})
 SAFE_ERRORS: dict[str, type[BaseException]] = {**wire.ERRORS, "AssertionError": AssertionError}
 
 
@@ -171,32 +174,63 @@ def _site_dirs(variable: str = "") -> list[str]:
     return sorted(set(found))
 
 
-def _unprivileged(variable: str) -> tuple[int, int] | None:
-    """(uid, gid) of `nobody` when we are root and it can run this interpreter; else None."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        nobody = pwd.getpwnam("nobody")
-    except KeyError:
-        return None
-    for folder in [*Path(sys.executable).resolve().parents, *map(Path, _site_dirs(variable))]:
-        mode = folder.stat().st_mode
-        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
-            return None  # e.g. an interpreter under /root: nobody cannot reach it
-    return nobody.pw_uid, nobody.pw_gid
+@functools.cache
+def _distributions(variable: str) -> frozenset[str]:
+    """The third-party distributions a candidate's worker may import (with all they
+    require): torch and numpy, and those its reference's distribution and the siblings'
+    require (the scheduler's tqdm)."""
+    from importlib import metadata
+
+    from .candidates import MECHANISM_VARIABLES, VARIABLES
+
+    names = {"torch", "numpy"}
+    if variable not in MECHANISM_VARIABLES:
+        return frozenset(names)
+    for package in (VARIABLES[variable].package, *siblings(variable)):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            for requirement in metadata.requires(f"gptlab-{package.replace('_', '-')}") or []:
+                name = re.split(r"[\s<>=!~;@\[(]", requirement.strip(), maxsplit=1)[0]
+                if ";" not in requirement and not name.startswith("gptlab-"):
+                    names.add(name)
+    return frozenset(names)
 
 
-def _limits(memory_mib: int, user: tuple[int, int] | None) -> Any:
+def _seen(variable: str) -> tuple[str, ...]:
+    """What the worker's sandbox holds of its import roots: the entries of its
+    distributions and its siblings' package folders (a trusted fixture: every root)."""
+    roots = tuple(_site_dirs(variable))
+    if trusted():
+        return roots
+    packages = []
+    for module in sorted(siblings(variable)):
+        with contextlib.suppress(ImportError, AttributeError, TypeError):
+            packages.append(str(Path(str(__import__(module).__file__)).resolve().parent))
+    return (*packages, *sandbox.entries(roots, _distributions(variable)))
+
+
+def _sandboxed(variable: str, scratch: Path, argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that start `argv` as this variable's worker: in its
+    sandbox, or bare only where none can be made and the testkit's own tests allow it."""
+    why = sandbox.refusal()
+    if why is None:
+        view = sandbox.View(_seen(variable), str(scratch), variable in LOOPBACK_VARIABLES)
+        return sandbox.command(view, argv), sandbox.environment()
+    if sandbox.unsandboxed_allowed():
+        return argv, {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    raise sandbox.SandboxRefusedError(why)
+
+
+def _limits(memory_mib: int) -> Any:
+    """Before bubblewrap starts: a session of its own, the memory cap and no core file
+    (inherited by the worker), and as root a cap on the processes of the worker's user."""
+
     def apply() -> None:
         os.setsid()
         if memory_mib > 0:
             size = memory_mib * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (size, size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if user is not None:
-            os.setgroups([])
-            os.setgid(user[1])
-            os.setuid(user[0])
+        if sandbox.worker_user() is not None:  # root is exempt; the worker, once nobody, not
             resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
 
     return apply
@@ -211,10 +245,11 @@ class Worker:
         self.process: subprocess.Popen[bytes] | None = None
         self.names: list[str] = []
         self.file = str(path)
-        self.user = _unprivileged(variable)
+        self.user = sandbox.worker_user()  # who owns what it may write (its FIFOs)
+        self.scratch: Path | None = None  # its folder: its own, or its zygote's
         self.generation = 0
         self.owner = os.getpid()
-        self.zygote: tuple[int, int, int] | None = None  # see `_fork`
+        self.zygote: tuple[int, int, int, Path] | None = None  # see `_fork`
         self.forked_in = 0
         self.lent: OrderedDict[int, Any] = OrderedDict()  # id -> what we lent it, recent last
         self.owned: set[int] = set()  # lent objects a test's own module gave (`lending`)
@@ -232,32 +267,28 @@ class Worker:
 
     def spawn(self) -> None:
         """Start the interpreter (it imports torch while we go on; `load` waits for it)."""
-        judge_in, worker_out = os.pipe()
-        worker_in, judge_out = os.pipe()
-        scratch = Path(tempfile.mkdtemp(prefix="gptlab-worker-"))
-        if self.user is not None:
-            os.chown(scratch, *self.user)
-        script = Path(__file__).with_name("worker.py")
-        covers = (
-            None
-            if trusted()
-            else sandbox.for_worker(
-                self.path, scratch, _site_dirs(self.variable), _refused(self.variable)
-            )
-        )
-        if covers is not None:  # the testkit's folder is covered: the worker runs from scratch
-            script = sandbox.stage(scratch, script)
-        command = [
-            sys.executable, "-I", "-S", "-B", str(script),
-            str(worker_in), str(worker_out), ",".join(_refused(self.variable)),
+        scratch = self.scratch = sandbox.scratch_folder()
+        script = sandbox.stage(scratch, Path(__file__).with_name("worker.py"))
+        _copy_submission(self.path, scratch / "submission")
+        argv = [
+            str(Path(sys.executable).resolve()), "-I", "-S", "-B", str(script),
+            "WORKER_IN", "WORKER_OUT", ",".join(_refused(self.variable)),
             *_site_dirs(self.variable),
         ]  # fmt: skip
+        try:
+            command, env = _sandboxed(self.variable, scratch, argv)
+        except sandbox.SandboxRefusedError:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        judge_in, worker_out = os.pipe()
+        worker_in, judge_out = os.pipe()
+        fds = {"WORKER_IN": str(worker_in), "WORKER_OUT": str(worker_out)}
         self.process = subprocess.Popen(
-            command,
+            [fds.get(arg, arg) for arg in command],
             pass_fds=(worker_in, worker_out),
             cwd=scratch,
-            env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
-            preexec_fn=sandbox.preexec(covers, _limits(self.memory_mib, self.user)),
+            env=env,
+            preexec_fn=_limits(self.memory_mib),
             stdin=subprocess.DEVNULL,
         )
         os.close(worker_in)
@@ -268,10 +299,12 @@ class Worker:
 
     def load(self) -> None:
         """Send the candidate's files and import them there (ImportError when it fails)."""
-        files = _sources(self.path)
+        files = _sources(self.path, self.scratch)
         reply = self.request({"op": "load", "main": _plain_name(self.path), "files": files,
                               "seeds": _seed_stand_ins(self.variable, files)}, [])  # fmt: skip
-        self.names, self.file = list(reply["names"]), str(reply.get("file") or self.path)
+        copies = {path: _host_path(self.path, path) for path, _ in files.values()}
+        self.names = list(reply["names"])
+        self.file = copies.get(str(reply.get("file")), str(self.path))  # the judge's own path
 
     def stop(self) -> None:
         if self.process is None:
@@ -284,6 +317,9 @@ class Worker:
         for fd in (self.fd_in, self.fd_out):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        spawned_here = isinstance(self.process, subprocess.Popen) and self.owner == os.getpid()
+        if spawned_here and self.scratch is not None:  # its own folder (a fork's: its zygote's)
+            shutil.rmtree(self.scratch, ignore_errors=True)
         self.process = None
 
     def _fork(self) -> bool:
@@ -293,9 +329,9 @@ class Worker:
         the zygote are serialised by a lock there. False: start one afresh instead."""
         if self.zygote is None:
             return False
-        fd_in, fd_out, pid = self.zygote
+        fd_in, fd_out, pid, scratch = self.zygote
+        self.scratch = scratch
         try:
-            scratch = Path(os.readlink(f"/proc/{pid}/cwd"))
             folder = Path(tempfile.mkdtemp(prefix=f"fork-{os.getpid()}-", dir=scratch))
             fifos = [folder / "in", folder / "out"]
             for fifo in fifos:
@@ -311,7 +347,9 @@ class Worker:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 wire.send(fd_out, {"op": "fork", "fifos": [str(f) for f in fifos]}, [])
                 reply, _ = wire.receive(fd_in, deadline)
-            child = int(reply["pid"])
+            child = sandbox.outer_pid(pid, int(reply["pid"]))  # it names itself in its pid ns
+            if child is None:
+                raise OSError("the forked worker is not found")
             self.fd_out = _open_fifo(fifos[0], os.O_WRONLY, child, deadline)
             self.fd_in = _open_fifo(fifos[1], os.O_RDONLY, child, deadline)
         except (OSError, KeyError, TypeError, ValueError, wire.WireError):
@@ -326,8 +364,9 @@ class Worker:
     # -- one exchange
     def request(self, message: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         if self.owner != os.getpid():  # a forked test process: its own worker, not ours
-            if self.process is not None and _Forked(self.process.pid).poll() is None:
-                self.zygote = (self.fd_in, self.fd_out, self.process.pid)
+            alive = self.process is not None and _Forked(self.process.pid).poll() is None
+            if alive and self.process is not None and self.scratch is not None:
+                self.zygote = (self.fd_in, self.fd_out, self.process.pid, self.scratch)
             self.process, self.owner = None, os.getpid()
         if self.process is None and not self._fork():
             self.start()
@@ -558,24 +597,56 @@ def _seed_stand_ins(variable: str, files: dict[str, list[str]]) -> dict[str, Any
     }
 
 
-def _sources(path: Path) -> dict[str, list[str]]:
-    """The submission's plain modules (its folder's *.py) as {name: [path, source]}."""
-    files: dict[str, list[str]] = {}
+def _submission_files(path: Path) -> dict[str, str]:
+    """The submission's plain modules (its folder's *.py, the file itself among them) as
+    {file name: source}, read without following a link (ImportError for a link: a link
+    would carry whatever it points at, the reference included)."""
+    found: dict[str, str] = {}
     total = 0
-    for file in sorted(path.parent.glob("*.py")):
-        if not file.stem.isidentifier():
-            continue
-        source = file.read_text(encoding="utf-8", errors="replace")
+    plain = [f for f in sorted(path.parent.glob("*.py")) if f.stem.isidentifier()]
+    for file in [path, *(f for f in plain if f.name != path.name)]:
+        try:
+            fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as error:
+            if file.is_symlink():
+                raise ImportError(f"{file.name} is a symbolic link: not graded") from None
+            raise ImportError(f"{file.name} cannot be read: {error.strerror}") from None
+        with open(fd, encoding="utf-8", errors="replace") as opened:
+            source = opened.read(MAX_SOURCE_BYTES + 1)
         total += len(source)
-        if total > MAX_SOURCE_BYTES:
+        if total > MAX_SOURCE_BYTES and file != path:
             break
-        files[file.stem] = [str(file), source]
+        found[file.name] = source
+    return found
+
+
+def _copy_submission(path: Path, folder: Path) -> None:
+    """The submission's files copied into the worker's scratch folder (read-only there);
+    a file that cannot be copied is left out (its load then fails, naming it)."""
+    folder.mkdir(mode=0o755)
+    with contextlib.suppress(ImportError):
+        for name, source in _submission_files(path).items():
+            (folder / name).write_text(source, encoding="utf-8")
+
+
+def _sources(path: Path, scratch: Path | None) -> dict[str, list[str]]:
+    """The submission's plain modules as {name: [path, source]}: the path its copy has
+    in the worker's scratch folder (where a candidate reading its own file finds it)."""
+    copies = scratch / "submission" if scratch is not None else path.parent
+    files = {
+        Path(name).stem: [str(copies / name), source]
+        for name, source in _submission_files(path).items()
+    }
     for stem, entry in list(files.items()):
         plain = stem.removesuffix("_attempt")
         if plain != stem and plain not in files:
             files[plain] = entry
-    files.setdefault(path.stem, [str(path), path.read_text(encoding="utf-8")])
     return files
+
+
+def _host_path(path: Path, copy: str) -> str:
+    """The submission's own path of a file the worker knows by its copy's path."""
+    return str(path.parent / Path(copy).name)
 
 
 # -- the proxies
@@ -1110,7 +1181,7 @@ def _new_worker(variable: str, spec: str, *, start: bool = True) -> Worker:
         reaper.become_subreaper()
     timeout = float(os.environ.get("GPTLAB_JUDGE_TIMEOUT", "60"))
     memory = int(os.environ.get("GPTLAB_JUDGE_MEMORY_MIB", "4096"))
-    worker = Worker(variable, Path(spec).resolve(), timeout, memory)
+    worker = Worker(variable, Path(os.path.abspath(spec)), timeout, memory)  # a link: kept
     _WORKERS.append(worker)
     if start:
         worker.spawn()
@@ -1124,7 +1195,8 @@ def _starts_alike(variable: str, spec: str) -> tuple[Any, ...]:
     """What a worker's start depends on besides its scratch folder: the modules it refuses,
     its import roots and the submission's folder it may read (a seed-style folder's modules
     that share their siblings start alike)."""
-    return _refused(variable), tuple(_site_dirs(variable)), str(Path(spec).resolve().parent)
+    folder = str(Path(os.path.abspath(spec)).parent)
+    return _refused(variable), tuple(_site_dirs(variable)), folder, variable in LOOPBACK_VARIABLES
 
 
 def spawn_early(judged: list[tuple[str, str]]) -> None:
@@ -1133,6 +1205,8 @@ def spawn_early(judged: list[tuple[str, str]]) -> None:
     Candidates whose workers start alike share one interpreter that never loads a
     candidate: each worker is a fork of it (`Worker._fork`), made as its file is loaded,
     so a six-module folder starts three interpreters, not six."""
+    if sandbox.refusal() is not None and not sandbox.unsandboxed_allowed():
+        return  # no worker can start: each candidate's load says why (`remote_module`)
     groups: dict[tuple[Any, ...], list[tuple[str, str]]] = {}
     for variable, spec in judged:
         if (variable, spec) not in _SPAWNED:
@@ -1142,10 +1216,11 @@ def spawn_early(judged: list[tuple[str, str]]) -> None:
             _SPAWNED[members[0]] = _new_worker(*members[0])
             continue
         shared = _new_worker(*members[0])  # never loaded: a zygote of candidates' workers
-        assert shared.process is not None
+        assert shared.process is not None and shared.scratch is not None
         for variable, spec in members:
             worker = _new_worker(variable, spec, start=False)
-            worker.zygote = (shared.fd_in, shared.fd_out, shared.process.pid)
+            worker.zygote = (shared.fd_in, shared.fd_out, shared.process.pid, shared.scratch)
+            worker.scratch = shared.scratch
             _SPAWNED[(variable, spec)] = worker
 
 

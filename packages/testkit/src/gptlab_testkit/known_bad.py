@@ -73,8 +73,9 @@ from .clauses import Clause, clause_order, readme_clauses
 from .grading import selected_files
 from .owners import OWNERS
 from .plugin import DEFAULT_TIMEOUT_S
-from .reporting import failed_owners, table
-from .results import NOT_RUN, package_of
+from .reporting import table
+from .results import NOT_RUN, TestResult, package_of
+from .scoring import advisory_outcome
 from .suites import ForkedRun, SuiteRun, grading_args, preload, side_by_side, warm_up
 
 _QUIET_ARGS = ("-q", "--tb=no", "--no-header")
@@ -254,7 +255,7 @@ class Verdict:
 
     @property
     def failed(self) -> int:
-        return sum(result.outcome == "failed" for result in self.run.results)
+        return sum(really_failed(result) for result in self.run.results)
 
     @property
     def catches(self) -> int:
@@ -267,7 +268,7 @@ class Verdict:
 
     @property
     def owners(self) -> set[str]:
-        return failed_owners(self.run.results)
+        return {result.owner for result in self.run.results if really_failed(result)}
 
     @property
     def caught(self) -> bool:
@@ -287,7 +288,7 @@ class Verdict:
         return [
             result.nodeid
             for result in self.run.results
-            if result.outcome == "failed"
+            if really_failed(result)
             and (self.candidate.scope == "all" or result.kind == "contract")
             and (not self.candidate.clause or result.error in CHECK_FAILURES)
         ]
@@ -305,6 +306,15 @@ class Verdict:
         if self.run.returncode == 0:
             return "MISSED (suite passed)"
         return "MISROUTED"
+
+
+def really_failed(result: TestResult) -> bool:
+    """A catch is a real failure: a held rejection (it passed) is none; an advisory test
+    that failed is one here, since a known-bad candidate is this project's own fixture,
+    whose worker reports honestly (a submission's advisory result is never scored)."""
+    if result.outcome == "failed":
+        return not result.held
+    return advisory_outcome(result) == "failed"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
+from . import advisory, worker_facts
 from .boundary import TensorState, tensor_state
 from .tensors import test_device
 from .wire import largest_tensor
@@ -78,13 +79,25 @@ class CountedCalls(TorchFunctionMode):
     """Counts the torch calls made inside the block (`with CountedCalls() as counter`) and
     the most elements one of them returned in a tensor (`largest`). In judge mode the
     candidate's calls are made in its worker, which counts them and reports both numbers
-    (worker-reported); the judge's own wire work is not counted (`paused`)."""
+    (worker-reported: a test that reads them is advisory, `advisory`); the judge's own
+    wire work is not counted (`paused`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls = 0
         self.largest = 0
         self.paused = 0
+        self._answered = 0
+
+    def __enter__(self) -> CountedCalls:
+        self._answered = worker_facts.calls_answered()
+        super().__enter__()  # type: ignore[no-untyped-call]
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        super().__exit__(*exc_info)  # type: ignore[no-untyped-call]
+        if worker_facts.calls_answered() != self._answered:
+            advisory.consulted("CountedCalls")  # a worker counted the candidate's calls
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         result = func(*args, **(kwargs or {}))
@@ -100,10 +113,14 @@ CONCATENATIONS = (torch.cat, torch.concat, torch.concatenate, torch.stack, torch
 
 @contextlib.contextmanager
 def forbidding(*functions: Callable[..., Any], what: str = "call") -> Iterator[None]:
-    """Fail if any of these torch functions is called inside the block (e.g. CONCATENATIONS)."""
+    """Fail if any of these torch functions is called inside the block (e.g. CONCATENATIONS).
+    In judge mode a worker reports the candidate's calls: the verdict is advisory."""
     mode = _ForbiddenCalls(functions)
+    answered = worker_facts.calls_answered()
     with mode:
         yield
+    if worker_facts.calls_answered() != answered:
+        advisory.consulted("forbidding")
     assert not mode.seen, f"{what}: called {', '.join(sorted(set(mode.seen)))}"
 
 

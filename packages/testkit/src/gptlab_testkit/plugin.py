@@ -46,7 +46,7 @@ from typing import Any
 
 import pytest
 
-from . import isolation
+from . import advisory, isolation
 from .brief import brief_longrepr
 from .candidates import (
     VARIABLES,
@@ -55,6 +55,7 @@ from .candidates import (
     spawn_judged_workers,
     variables_of,
 )
+from .clauses import names_only_rejections
 from .defaults import DEFAULT_MEMORY_MIB as DEFAULT_MEMORY_MIB  # re-exported: callers' names
 from .defaults import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
 from .defaults import HOLD_FD_VARIABLE, JUDGE_VARIABLE
@@ -81,6 +82,7 @@ from .results import (
     results_from,
     write_report,
 )
+from .scoring import scored
 
 _SHARED_KEY = "gptlab_shared"
 _TIMEOUT = re.compile(r"Timeout \(>([0-9.]+)s\)")
@@ -109,6 +111,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print graded modules and a per-package scorecard at the end",
     )
     group.addoption("--gptlab-report", metavar="PATH", help="write every result as JSON")
+    group.addoption(
+        "--gptlab-report-key", metavar="HEX", help="also write PATH.hmac (grade's own runs)"
+    )
     group.addoption(
         "--gptlab-memory-limit",
         type=int,
@@ -215,6 +220,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "clause(*ids): the numbered contract clauses a test checks (P05.3, M02.7)"
     )
+    config.addinivalue_line(
+        "markers",
+        "rejection: a malformed-input test; it earns only when the valid-input tests of its "
+        "file pass (gptlab_testkit.scoring)",
+    )
     _load_hypothesis_profile()
     session = GptlabSession(config)
     config.pluginmanager.register(session, "gptlab-session")
@@ -278,6 +288,7 @@ def _result_for(item: pytest.Item) -> TestResult | str:
     kinds = [kind for kind in ("contract", "extension") if item.get_closest_marker(kind)]
     if len(kinds) != 1:
         return f"{item.nodeid}: needs exactly one of the marks contract, extension"
+    clauses = tuple(str(arg) for marker in item.iter_markers("clause") for arg in marker.args)
     return TestResult(
         nodeid=item.nodeid,
         package=package_of(Path(item.path)),
@@ -285,8 +296,16 @@ def _result_for(item: pytest.Item) -> TestResult | str:
         kind="contract" if kinds[0] == "contract" else "extension",
         tiers=tuple(tier for tier in TIERS if item.get_closest_marker(tier)),
         variables=variables_of(Path(item.path)),
-        clauses=tuple(str(arg) for marker in item.iter_markers("clause") for arg in marker.args),
+        clauses=clauses,
+        rejection=is_rejection_test(item, clauses),
     )
+
+
+def is_rejection_test(item: pytest.Item, clauses: tuple[str, ...]) -> bool:
+    """A `rejection` mark, or every clause the test names of kind rejection in its README."""
+    if item.get_closest_marker("rejection") is not None:
+        return True
+    return names_only_rejections(Path(item.path), clauses)
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -423,6 +442,7 @@ class GptlabSession:
     # -- running (serial runs and workers)
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        advisory.begin_test()  # the worker-reported facts this test consults, from here
         result = self.results.get(item.nodeid)
         if result is not None:
             fail_if_stopped(self.state, result)
@@ -436,6 +456,12 @@ class GptlabSession:
         if report.failed and call.excinfo is not None:
             # Travels with the report (pytest serializes extra attributes) to whoever records it.
             report.gptlab_error = call.excinfo.typename
+        if report.when == "call":  # judged: did the outcome rest on the worker's word?
+            failure = str(call.excinfo.value) if call.excinfo is not None else ""
+            clauses = result.clauses if result is not None else ()
+            rested_on = advisory.outcome_rested_on(report.passed, failure, clauses)
+            if rested_on:
+                report.gptlab_advisory = rested_on
         if report.failed and result is not None and call.excinfo is not None:
             reason = one_line_reason(report)
             if reason.startswith("timed out after"):
@@ -469,6 +495,9 @@ class GptlabSession:
             return
         self.reported.add(report.nodeid)
         result.duration += report.duration or 0.0
+        rested_on = getattr(report, "gptlab_advisory", "")
+        if isinstance(rested_on, str) and rested_on:
+            result.advisory = rested_on
         if report.failed:
             if result.outcome != "failed":
                 result.reason = one_line_reason(report)
@@ -547,9 +576,15 @@ class GptlabSession:
             for nodeid, result in self.results.items():
                 if nodeid not in self.reported and result.outcome == "passed":
                     result.outcome, result.reason = "skipped", NOT_RUN
+        # The scoring policy (held rejections, advisory results) before anything is shown
+        # or written: the scorecard, the report, and so practice's and grade's readers.
+        self.results = {result.nodeid: result for result in scored(list(self.results.values()))}
         report = self.config.getoption("--gptlab-report")
         if report:
-            write_report(Path(report), list(self.results.values()), graded_modules())
+            key = self.config.getoption("--gptlab-report-key")
+            results = list(self.results.values())
+            key_bytes = bytes.fromhex(key) if key else None
+            write_report(Path(report), results, graded_modules(), key=key_bytes)
 
     def pytest_unconfigure(self) -> None:
         if not _is_worker(self.config):

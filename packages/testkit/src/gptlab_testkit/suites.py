@@ -14,6 +14,7 @@ import contextlib
 import gc
 import importlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from typing import Any
 from . import reaper
 from .candidates import MECHANISM_VARIABLES, VARIABLES, is_reference
 from .defaults import HOLD_FD_VARIABLE
-from .results import TestResult, read_report
+from .results import ReportNotAuthenticError, TestResult, read_report
 
 RUNTIME_PACKAGES = tuple(VARIABLES[name].package for name in MECHANISM_VARIABLES)
 
@@ -64,6 +65,9 @@ class SuiteRun:
     problem: str = ""  # why the run gave no verdict: stuck or died importing, ran too long
     seconds: float = 0.0  # wall time
     not_rerun: tuple[str, ...] = ()  # packages selection left to the references' verdict
+    # The run earns nothing (`problem` says why): its judge or keeper died by a signal or
+    # was stopped, its report did not come from its judge, or it ran past its deadline.
+    forfeit: bool = False
 
 
 def run_pytest(
@@ -192,11 +196,47 @@ def _exit_code(status: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+# The keeper's exit status when the judging process was stopped (SIGSTOP, SIGTSTP, ...):
+# this plus the signal's number (pytest's own codes are 0-5; no candidate code runs there).
+STOPPED_EXIT_BASE = 128
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _forfeit_reason(returncode: int) -> str:
+    """Why a run whose keeper exited so earns nothing ("" when it exited on its own)."""
+    if returncode < 0:
+        return (
+            f"the judging process was killed by signal {-returncode} "
+            f"({_signal_name(-returncode)}): nothing earned"
+        )
+    if returncode > STOPPED_EXIT_BASE:
+        stop = returncode - STOPPED_EXIT_BASE
+        return (
+            f"the judging process was stopped by signal {stop} ({_signal_name(stop)}) "
+            "and ended: nothing earned"
+        )
+    return ""
+
+
 class ForkedRun:
     """pytest in a process forked from this (warm) one, in a process group of its own.
 
     `import_limit` bounds collection, where candidates are imported (the per-test limit
-    does not cover it); `limit` bounds the whole run. Either one kills the group.
+    does not cover it); `limit` bounds the whole run (`limit_from_now` shortens it).
+    Either one kills the group.
+
+    The run's report is authenticated: a key made here travels to the judging process in
+    its pytest arguments (in memory: the run is forked, never exec'd, so no command line
+    or environment shows it; a worker is spawned with an environment of its own and no
+    inherited descriptor) and the report is read only if its HMAC holds. A report that
+    fails, a judging process or keeper that died by a signal or was stopped, earns
+    nothing (`SuiteRun.forfeit`).
     """
 
     def __init__(
@@ -217,6 +257,7 @@ class ForkedRun:
         self._scratch = tempfile.TemporaryDirectory(prefix="gptlab-run-")
         scratch = Path(self._scratch.name)
         self.report = scratch / "report.json"
+        self._key = secrets.token_bytes(32)  # the report's HMAC key (see the class docstring)
         self.log = log.resolve() if log else (scratch / "output.log" if capture else None)
         self.describe = describe or ", ".join(f"{k}={v}" for k, v in env.items()) or "the tests"
         self.started = time.monotonic()
@@ -229,6 +270,7 @@ class ForkedRun:
         paths = [str(Path(p).resolve()) if Path(p).exists() else p for p in paths]
         self.paths = paths  # absolute where they exist: a test's nodeid resolves against them
         argv = [*paths, "-p", "no:cacheprovider", "--gptlab-report", str(self.report)]
+        argv += ["--gptlab-report-key", self._key.hex()]
         # Preloaded plugins (xdist, pytest-timeout, hypothesis) cannot be rewritten; fine.
         argv += ["-W", "ignore::pytest.PytestAssertRewriteWarning", *args]
         read_end, write_end = os.pipe()
@@ -260,7 +302,7 @@ class ForkedRun:
         It exits as the run did (its code, or the signal that ended it), so the grading
         process reads the run's status from the keeper. SIGTERM: stop the run now.
         """
-        status = 3 << 8
+        status, stopped = 3 << 8, 0
         try:
             os.setpgid(0, 0)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -275,7 +317,7 @@ class ForkedRun:
 
             signal.signal(signal.SIGTERM, stop)
             try:
-                _, status = os.waitpid(run, 0)
+                status, stopped = _wait_unstopped(run)
             except _StopRunError:
                 status = signal.SIGKILL  # reads as a run that was killed (exit status -9)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -283,6 +325,8 @@ class ForkedRun:
         except BaseException:  # nothing may unwind into the parent's code
             with contextlib.suppress(BaseException):
                 reaper.end_tree()
+        if stopped:
+            os._exit(STOPPED_EXIT_BASE + stopped)
         if os.WIFSIGNALED(status):  # die of the same signal (SIGKILL has no handler)
             with contextlib.suppress(BaseException):
                 if os.WTERMSIG(status) != signal.SIGKILL:
@@ -350,7 +394,15 @@ class ForkedRun:
         if self.result is not None:
             return self.result
         self._read_collected()
-        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        pid, status = os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED)
+        if pid and os.WIFSTOPPED(status):  # only the run's own code can have stopped it
+            stop = os.WSTOPSIG(status)
+            self.kill()  # the keeper's group, the stopped keeper too (SIGKILL ends it)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            _, status = os.waitpid(self.pid, 0)
+            why = f"the run's keeper was stopped by signal {stop} ({_signal_name(stop)})"
+            return self._finish(_exit_code(status), f"{why} and ended: nothing earned", True)
         if pid:
             self._read_collected()
             return self._finish(_exit_code(status), "")
@@ -359,8 +411,15 @@ class ForkedRun:
             why = f"importing {self.describe} did not finish within {self.import_limit:g} s"
             return self._kill(why)
         if self.deadline and now > self.deadline:
-            return self._kill(f"ran past its time limit of {self.limit:g} s and was stopped")
+            why = f"ran past its time limit of {self.limit:g} s and was stopped"
+            return self._kill(why, forfeit=True)  # what it did not report counts as failed
         return None
+
+    def limit_from_now(self, seconds: float) -> None:
+        """The whole run ends `seconds` from now at the latest (an earlier limit holds)."""
+        deadline = time.monotonic() + seconds
+        if self.deadline is None or deadline < self.deadline:
+            self.deadline, self.limit = deadline, round(deadline - self.started, 1)
 
     def wait(self) -> SuiteRun:
         while (result := self.poll()) is None:
@@ -372,28 +431,47 @@ class ForkedRun:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)  # the keeper's group: run, pool, children
 
-    def _kill(self, why: str) -> SuiteRun:
+    def _kill(self, why: str, forfeit: bool = False) -> SuiteRun:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(self.pid, signal.SIGTERM)  # the keeper stops the run and its strays
         deadline = time.monotonic() + 15.0
         while time.monotonic() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            pid, status = os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED)
+            if pid and os.WIFSTOPPED(status):
+                break  # a stopped keeper hears no SIGTERM: SIGKILL it now
             if pid:
-                return self._finish(_exit_code(status), why)
+                return self._finish(_exit_code(status), why, forfeit)
             time.sleep(0.02)
         self.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
         _, status = os.waitpid(self.pid, 0)
-        return self._finish(_exit_code(status), why)
+        return self._finish(_exit_code(status), why, forfeit)
 
-    def _finish(self, returncode: int, problem: str) -> SuiteRun:
+    def _finish(self, returncode: int, problem: str, forfeit: bool = False) -> SuiteRun:
         self.kill()  # workers left behind by a run that died
         reaper.LIVE_KEEPERS.discard(self.pid)
         reaper.sweep()  # orphans of a keeper the candidate killed: before any result
         os.close(self._collected_fd)
         results: list[TestResult] = []
-        if self.report.exists():
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                results = read_report(self.report)[1]
+        reported = self.report.exists()
+        if not problem and (reported or self.collected) and _forfeit_reason(returncode):
+            problem, forfeit = _forfeit_reason(returncode), True
+        if forfeit:
+            pass  # whatever the report says, nothing is read from it
+        elif reported:
+            try:
+                results = read_report(self.report, key=self._key)[1]
+            except ReportNotAuthenticError:
+                problem, forfeit = (
+                    (
+                        "the run's report did not come from the judging process (it failed "
+                        "authentication): nothing earned"
+                    ),
+                    True,
+                )
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
         elif not problem and not self.collected:
             problem = f"the process importing {self.describe} died (exit status {returncode})"
         elif not problem:
@@ -402,10 +480,22 @@ class ForkedRun:
         if self.log is not None and self.log.exists():
             output = self.log.read_text(encoding="utf-8", errors="replace")
         self.result = SuiteRun(
-            returncode, results, output, problem, time.monotonic() - self.started
+            returncode, results, output, problem, time.monotonic() - self.started, forfeit=forfeit
         )
         self._scratch.cleanup()
         return self.result
+
+
+def _wait_unstopped(run: int) -> tuple[int, int]:
+    """(wait status, stop signal or 0) of the run: a judging process that is stopped
+    (only the run's own code can have stopped it) is killed, not waited for."""
+    stopped = 0
+    while True:
+        _, status = os.waitpid(run, os.WUNTRACED)
+        if not os.WIFSTOPPED(status):
+            return status, stopped
+        stopped = os.WSTOPSIG(status)
+        os.kill(run, signal.SIGKILL)
 
 
 def side_by_side(starts: Sequence[Callable[[], Any]], jobs: int) -> Iterator[tuple[int, Any]]:

@@ -977,7 +977,69 @@ def plain_state(value: Any, depth: int = 0, seen: dict[int, str] | None = None) 
     return {"<type>": type(value).__qualname__, **{k: inner(v) for k, v in attributes.items()}}
 
 
+CAPABILITY_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+PR_CAPBSET_DROP, CAPABILITY_VERSION_3 = 24, 0x20080522
+
+
+def give_up_root(uid: int, gid: int) -> None:
+    """Become `uid`:`gid` with no capability, for good, before anything else is read. As
+    root in the sandbox (bubblewrap kept CAP_SETUID, CAP_SETGID and CAP_SETPCAP only):
+    empty the bounding set (CAP_SETPCAP), then the inheritable set, then leave uid 0 (the
+    kernel then clears the permitted, effective and ambient sets). SystemExit if any
+    capability or id of root is left."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise SystemExit(f"worker: cannot give up capability {cap}")
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    keep = (1 << 6) | (1 << 7)  # CAP_SETGID, CAP_SETUID: effective and permitted, until below
+    data = (ctypes.c_uint32 * 6)(keep, keep, 0, 0, 0, 0)  # (effective, permitted, inheritable) x2
+    if libc.capset(header, data) != 0:
+        raise SystemExit("worker: cannot clear its inheritable capabilities")
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid,) * 3 or os.getresgid() != (gid,) * 3 or any(capabilities()):
+        raise SystemExit("worker: root's ids or capabilities stayed")
+
+
+def capabilities() -> list[int]:
+    """This process's capability sets (inheritable, permitted, effective, bounding,
+    ambient) as the kernel reports them."""
+    found = dict.fromkeys(CAPABILITY_FIELDS, -1)
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in found:
+            found[key] = int(value.strip(), 16)
+    return list(found.values())
+
+
+def probe(roots: list[str]) -> None:
+    """What the sandbox check (`sandbox.refusal`) reads: ids, capabilities, and the first
+    of the interpreter's and torch's files this user cannot read."""
+    import json
+
+    sys.path.extend(roots)
+    needed = [sys.executable, os.__file__]
+    for name in ("torch", "numpy"):
+        spec = importlib.util.find_spec(name)
+        needed.append(str(spec.origin) if spec and spec.origin else f"{name} (not found)")
+    unreadable = next((path for path in needed if not os.access(path, os.R_OK)), "")
+    print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "caps": capabilities(),
+                      "unreadable": unreadable}))  # fmt: skip
+
+
 def main(argv: list[str]) -> None:
+    user = os.environ.pop("GPTLAB_WORKER_USER", "")
+    if user:  # as root, in the sandbox: first of all
+        uid, _, gid = user.partition(":")
+        give_up_root(int(uid), int(gid))
+    if argv[:1] == ["--probe"]:
+        probe(argv[1:])
+        return
     fd_in, fd_out = int(argv[0]), int(argv[1])
     refused = argv[2].split(",") if argv[2] else []
     sys.path.extend(argv[3:])  # where torch lives; nothing of this project

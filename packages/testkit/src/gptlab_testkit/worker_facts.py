@@ -9,6 +9,9 @@ where there are some and from the tensor itself otherwise: in-process (no judge)
 are plain `is`, `data_ptr()` and storage comparisons. A verdict decided from facts is
 the worker's word, so its message says so: `worker_reported(...)`.
 
+Every answer a helper gives from the worker's facts is noted (`advisory.consulted`): a
+verdict resting on the candidate's word is shown as advisory, never scored (`scoring`).
+
 A tensor the judge sent as an argument gets the facts of the worker's copy after the
 call (did the candidate keep it?); a view of a returned tensor goes back to the worker
 by reference (`reference`), the same memory there; `current` reads a view's values
@@ -23,6 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from torch import Tensor, strided
+
+from . import advisory
 
 KEEP = 16384  # recorded copies, and at most KEEP_BYTES of them (the worker keeps as many
 KEEP_BYTES = 256 * 1024 * 1024  # of its tensors alive: worker.Sent)
@@ -119,9 +124,19 @@ def adopt(argument: Tensor, facts: Facts) -> None:
 _PLACED: dict[int, list[tuple[int, int, int, int]]] = {}
 
 
+_CALLS = {"answered": 0}  # worker calls answered in this process (judge mode only)
+
+
 def new_call(worker: Any) -> None:
     """`worker` answered another call: what its earlier calls' copies were is forgotten."""
     _PLACED[id(worker)] = []
+    _CALLS["answered"] += 1
+
+
+def calls_answered() -> int:
+    """How many calls a worker answered here so far: a guard (`oracles.forbidding`,
+    `CountedCalls`) around which this grew heard the worker's count, not its own."""
+    return _CALLS["answered"]
 
 
 def placed(argument: Tensor, facts: Facts, span_bytes: int) -> None:
@@ -139,6 +154,8 @@ def judge_address(address: Any) -> Any:
     value in-process, as it is."""
     if type(address) is not int:
         return address
+    if any(_PLACED.values()):
+        advisory.consulted("judge_address")  # a number the worker's candidate reported
     for entries in _PLACED.values():
         for ptr, start, end, ours in entries:
             if address == ptr or start <= address < end:
@@ -295,6 +312,13 @@ def returned_object(value: Any, worker: Any, serial: int) -> None:
 def identity(value: Any) -> tuple[Any, ...]:
     """Equal for the same object: the worker's object where it reported one (a tensor, or
     a list or dict a call returned)."""
+    found = _identity(value)
+    if found[0] != "judge":
+        advisory.consulted("identity")
+    return found
+
+
+def _identity(value: Any) -> tuple[Any, ...]:
     if isinstance(value, Tensor):
         found = facts_of(value, arguments=False)
         if found is not None and found[0].copy is value:
@@ -311,6 +335,7 @@ def data_ptr(tensor: Tensor) -> tuple[Any, ...]:
     found = facts_of(tensor, arguments=False)
     if found is None:
         return ("judge", int(tensor.data_ptr()))
+    advisory.consulted("data_ptr")
     facts, delta = found
     return ("worker", id(facts.worker), facts.ptr + delta * tensor.element_size())
 
@@ -320,6 +345,7 @@ def storage(tensor: Tensor) -> tuple[Any, ...]:
     found = facts_of(tensor)
     if found is None:
         return ("judge", int(tensor.untyped_storage().data_ptr()))
+    advisory.consulted("storage")
     return ("worker", id(found[0].worker), found[0].base)
 
 
@@ -351,7 +377,7 @@ def same_objects(now: Any, before: Any) -> bool:
 def worker_reported(*values: Any) -> str:
     """`" (worker-reported)"` when a fact about these values came from a worker, else `""`."""
     reported = any(facts_of(t) is not None for value in values for t in tensors_in(value))
-    reported = reported or any(identity(value)[0] == "worker-object" for value in values)
+    reported = reported or any(_identity(value)[0] == "worker-object" for value in values)
     return WORKER_REPORTED if reported else ""
 
 
@@ -361,6 +387,7 @@ def current(tensor: Tensor) -> Tensor:
     ref = reference(tensor)
     if ref is None:
         return tensor
+    advisory.consulted("current")
     facts = facts_of(tensor, arguments=False)
     assert facts is not None
     value = facts[0].worker.read(ref)
