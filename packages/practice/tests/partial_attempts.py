@@ -1,14 +1,18 @@
 """Partial attempts: for a mechanism and a stage, the attempt a learner has after building
 exactly what that stage's and the earlier stages' `build` texts say, and nothing later.
 
-Each is a faithful candidate (integration_tests/faithful) with what later stages build
-taken out, in the learner's terms: a graded method a later stage adds raises
-NotImplementedError; a function or a `step` that grows across stages refuses, with
-NotImplementedError, the inputs a later stage teaches it (a cached call before the cache
-stage, per-row lengths before the per-row stage, a given cache before continuation) and
-leaves out what a later stage adds (validation before the validation stage, preemption,
-prefix-cache reuse, the budget cap and EOS rule of speculative accounting). Loaded by
-conftest.py (the `partial_attempt` fixture): tests import it from there.
+Each is a faithful candidate (integration_tests/faithful) with what later stages' texts
+build taken out, read literally, in the learner's terms: a graded method a later stage adds
+raises NotImplementedError (paged_kv's block tables before stage 2); a function or a `step`
+that grows across stages refuses, with NotImplementedError, the inputs a later stage teaches
+it (a cached call before the cache stage, per-row lengths before the per-row stage, a given
+cache before continuation, a tied head before modern_lm's stage 2), a result field a later
+stage adds raises when read (speculative's verification steps and acceptance rate), and a
+behaviour a later stage adds is left out (validation and the free-block budget before the
+validation stage, preemption, block accounting and prefix-cache reuse before the scheduler's
+stage 2, reuse at admission, cached blocks and copy on write before paged_kv's stages 3, 4
+and 5, the budget cap and EOS rule of speculative accounting, modern_lm's initialisation).
+Loaded by conftest.py (the `partial_attempt` fixture): tests import it from there.
 """
 
 from __future__ import annotations

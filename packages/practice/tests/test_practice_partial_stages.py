@@ -7,9 +7,9 @@ faithful candidate with what later stages' texts build taken out, the single-fun
 mechanisms included (a function that refuses the inputs a later stage teaches it). The
 verdict is the check's own (`stage_verdicts`): every selected test passes.
 
-Cost: one grader run per stage (41, and the re-solve's), 1-8 s each, about 110 s in all on
-the shared 2-core machine: the slowest file of the suite (`-m "not slow"` leaves it out;
-`nox -s practice_tests` runs it).
+Cost: one grader run per stage (41, and the re-solve's), 1-30 s each: 241 s in all at load
+8 on the shared 2-core machine (134 s at load 3), the slowest file of the suite
+(`-m "not slow"` leaves it out; `nox -s practice_tests` runs it).
 """
 
 from __future__ import annotations

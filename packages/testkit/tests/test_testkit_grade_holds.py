@@ -30,7 +30,7 @@ from gptlab_testkit.results import (
     read_report,
     write_report,
 )
-from gptlab_testkit.suites import ForkedRun
+from gptlab_testkit.suites import ForkedRun, SuiteRun
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -174,6 +174,30 @@ def _judged(paths: list[str], limit: float) -> JudgedRun:
     return JudgedRun(run, listed)
 
 
+KEY_UNSEEN = """
+import os
+from pathlib import Path
+
+import pytest
+
+@pytest.mark.extension
+@pytest.mark.owner("grading")
+def test_the_key_is_in_no_command_line_or_environment(request):
+    key = request.config.getoption("--gptlab-report-key")
+    assert key and len(bytes.fromhex(key)) == 32
+    assert key not in os.environ.values()
+    for pid in (os.getpid(), os.getppid()):
+        for shown in ("cmdline", "environ"):
+            assert key.encode() not in Path(f"/proc/{pid}/{shown}").read_bytes()
+"""
+
+
+def test_the_judging_process_gets_its_key_where_no_process_can_read_it(tmp_path: Path) -> None:
+    (tmp_path / "test_key.py").write_text(KEY_UNSEEN)
+    run = ForkedRun([str(tmp_path)], {}, ["--timeout=0"]).wait()
+    assert not run.forfeit and [r.outcome for r in run.results] == ["passed"], run.output
+
+
 def test_a_report_the_judging_process_did_not_write_earns_nothing(tmp_path: Path) -> None:
     run = _judged(_suite(tmp_path, "assert False", FORGER), limit=60).wait()
     assert run.forfeit and "failed authentication" in run.problem
@@ -196,6 +220,16 @@ def test_a_killed_or_stopped_judge_or_keeper_earns_nothing_at_once(
     assert time.monotonic() - started < 30, "grade waited for a stopped process"
     assert run.forfeit and said in run.problem and run.problem.endswith("nothing earned")
     assert [r.outcome for r in run.results] == ["failed"] and run.returncode == 1
+
+
+def test_a_class_row_of_a_forfeited_run_fails_every_test_and_says_why() -> None:
+    why = "the judging process was killed by signal 9 (SIGKILL): nothing earned"
+    failed = TestResult("t.py::test_a", "p19", "grading", "contract", (), "failed", reason=why)
+    run = SuiteRun(1, [failed], "", why, forfeit=True)
+    row = classroom.submission_from("mallory", run, {}, None)
+    assert (row.status, row.verdict, row.note) == ("graded", "FAIL", why)
+    assert "nothing earned" in classroom.markdown_table([row])
+    assert row.counts("p19")["passed"] == 0
 
 
 def test_a_run_past_its_deadline_is_ended_and_what_it_did_not_report_fails(

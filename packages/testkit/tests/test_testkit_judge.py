@@ -347,8 +347,11 @@ def test_a_batched_cheat_is_a_submission_named_as_its_variable_expects(tmp_path:
 
     folder = Path(__file__).parents[3] / "integration_tests" / "cheats"
     cheat = read_cheat(folder / "cheat_p19_frame_oracle.py")
-    _submission(cheat.path, cheat.variable, tmp_path / "one")
+    _submission(cheat, tmp_path / "one", folder.parents[1])
     assert [p.name for p in (tmp_path / "one").iterdir()] == ["p19.py"]
+    linked = read_cheat(folder / "cheat_p19_links_reference.py")
+    _submission(linked, tmp_path / "two", folder.parents[1])
+    assert (tmp_path / "two" / "p19.py").is_symlink()
     assert all((folder / name).exists() for name in GRADESCOPE)  # the singly graded ones
 
 

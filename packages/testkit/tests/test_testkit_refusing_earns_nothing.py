@@ -101,6 +101,32 @@ def test_an_advisory_result_leaves_the_score_and_decides_no_hold() -> None:
     assert judged["rejects"].outcome == "passed"
 
 
+def test_grade_judges_holds_from_the_listing_and_keeps_advisory_results_apart() -> None:
+    from dataclasses import replace
+
+    from gptlab_testkit.expected import Expected, skipped_by_run, verdicts
+
+    listed = Expected(
+        (
+            _result("valid", "passed"),
+            _result("rejects", "passed", rejection=True),
+            _result("storage", "passed"),
+        )
+    )
+    # The run's own roles are not trusted: it called nothing a rejection; the listing did.
+    run = [
+        _result("valid", "failed"),
+        _result("rejects", "passed"),
+        scored([_result("storage", "passed", advisory="identity")])[0],
+    ]
+    judged = _by_name(verdicts(listed, run))
+    assert judged["rejects"].held and judged["rejects"].outcome == "failed"
+    assert is_advisory(judged["storage"]) and advisory_outcome(judged["storage"]) == "passed"
+    assert skipped_by_run(listed, run) == {}  # an advisory result is no skip of the run's
+    unheld = [replace(r, outcome="passed") if r.nodeid.endswith("valid") else r for r in run]
+    assert _by_name(verdicts(listed, unheld))["rejects"].outcome == "passed"
+
+
 HELD_IN_PROCESS = """
 import pytest
 

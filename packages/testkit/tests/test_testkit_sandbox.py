@@ -1,14 +1,19 @@
-"""The worker's sandbox: as root, the reference, the tests and the testkit cannot be read
-from the worker's mount namespace, while torch, the submission and its scratch folder can;
-when not root, grade says the reference is not hidden."""
+"""The worker's sandbox, seen from inside a real worker: a probe candidate reports its
+uid, gid and capabilities, every path it can see, what it can write and whom it can
+signal. Two workers side by side (what `grade --submissions --jobs 2` starts: one
+grading run per submission, each starting its workers the same way) see nothing of each
+other. Without a sandbox, grade refuses to judge."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
+import socket
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,127 +23,274 @@ from gptlab_testkit import grade, judge, sandbox
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
 REFERENCE = Path(gptlab_drills.p19.__file__).resolve()
+CAPABILITY_SETS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
 CHECKOUT = Path(__file__).resolve().parents[3]
-FAITHFUL = CHECKOUT / "packages/drills/faithful/good_p19_sdpa_inference.py"
-NEEDS_A_NAMESPACE = pytest.mark.skipif(
-    sandbox.refusal() is not None,
-    reason=f"the sandbox is not made here ({sandbox.refusal()}): the not-root notice is tested",
+NEEDS_THE_SANDBOX = pytest.mark.skipif(
+    sandbox.refusal() is not None, reason=f"no sandbox here: {sandbox.refusal()}"
 )
 
-# Run in the sandboxed child (python -I -S, site dirs on sys.path): what can it read?
+# The probe candidate: what its worker sees and may do, reported from inside.
 PROBE = """
-import ctypes, json, os, sys
-sys.path.extend(sys.argv[2:])
-def readable(path):
+import errno, json, os, signal, socket
+
+ALLOWED = {allowed!r}  # what the judge bound; every visible path must lie on the way to one
+FORBIDDEN = {forbidden!r}  # paths of the judge's world that must not exist here
+PIDS = {pids!r}  # the judge's process and its parents: none may be signalled
+WRITES = {writes!r}  # folders a write into would outlive the worker
+PORT = {port!r}  # a listener of the judge on loopback
+
+
+def _allowed(path):
+    return any(path == a or path.startswith(a.rstrip("/") + "/") or a.startswith(path + "/")
+               for a in ALLOWED)
+
+
+def _visible():
+    extra = []
+    for folder, subfolders, files in os.walk("/"):
+        subfolders[:] = [s for s in subfolders if os.path.join(folder, s) not in ("/proc", "/dev")]
+        for name in [*subfolders, *files]:
+            path = os.path.join(folder, name)
+            if not _allowed(path):
+                extra.append(path)
+    return extra[:50]
+
+
+def _signal(pid):
     try:
-        with open(path, "rb") as file:
-            return len(file.read()) > 0
-    except OSError:
-        return False
-import torch
-libc = ctypes.CDLL(None, use_errno=True)
-unmounted = libc.umount2(os.path.dirname(sys.argv[1]).encode(), 2) == 0
-print(json.dumps({"reference": readable(sys.argv[1]), "torch": torch.__version__,
-                  "submission": readable(os.environ["SUBMISSION"]), "unmounted": unmounted,
-                  "scratch": os.access(".", os.W_OK), "uid": os.getuid()}))
+        os.kill(pid, 0)
+        return "reached"
+    except OSError as error:
+        return errno.errorcode[error.errno]
+
+
+def _write(folder):
+    try:
+        with open(os.path.join(folder, "planted-by-the-probe.pth"), "w") as file:
+            file.write("import os")
+        return "written"
+    except OSError as error:
+        return errno.errorcode[error.errno]
+
+
+def _connect():
+    try:
+        with socket.create_connection(("127.0.0.1", PORT), timeout=2):
+            return "connected"
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error))
+
+
+def report():
+    status = open("/proc/self/status").read().splitlines()
+    caps = {{l.split(":")[0]: int(l.split()[1], 16) for l in status if l.startswith("Cap")}}
+    return json.dumps({{
+        "uid": os.getresuid(), "gid": os.getresgid(), "groups": os.getgroups(), "caps": caps,
+        "pid": os.getpid(), "ppid": os.getppid(), "extra": _visible(),
+        "existing": [p for p in FORBIDDEN if os.path.lexists(p)],
+        "signals": {{str(p): _signal(p) for p in PIDS}}, "init": _signal(1),
+        "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+        "writes": {{f: _write(f) for f in WRITES}}, "tmp": sorted(os.listdir("/tmp")),
+        "network": _connect(), "cwd": os.getcwd(),
+    }})
 """
 
 
-def _mounts() -> int:
-    return len(Path("/proc/self/mountinfo").read_text().splitlines())
+def _ancestors() -> list[int]:
+    found, pid = [], os.getpid()
+    while pid > 1:
+        found.append(pid)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return found
 
 
-def test_the_plan_covers_the_project_and_keeps_what_the_worker_needs(tmp_path: Path) -> None:
-    covers = sandbox.plan(FAITHFUL, tmp_path, judge._site_dirs(), judge.REFUSED)
-    folders = [Path(p) for p in covers.folders]
-
-    def hidden(path: Path) -> bool:
-        return (
-            any(path == f or path.is_relative_to(f) for f in folders) or str(path) in covers.files
-        )
-
-    for path in (REFERENCE, CHECKOUT / "packages/drills/tests", CHECKOUT / "integration_tests",
-                 Path(sandbox.__file__).resolve()):  # fmt: skip
-        assert hidden(path), path
-    for path in (
-        FAITHFUL,
-        tmp_path,
-        Path(sys.executable).resolve(),
-        *map(Path, judge._site_dirs()),
-    ):
-        assert not hidden(path.resolve()), path
-    for site in map(Path, judge._site_dirs()):  # an editable .pth, or the installed package
-        for entry in site.glob("*gptlab_drills*"):
-            assert hidden(entry.resolve()), entry
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.listen(4)
+    yield server
+    server.close()
 
 
-def test_not_root_means_not_hidden_and_grade_says_so(
+def _probe(
+    folder: Path,
+    variable: str,
+    port: int,
+    forbidden: list[str],
+    writes: list[str],
+    pids: tuple[int, ...] = (),
+) -> tuple[dict[str, Any], judge.Worker]:
+    """Start a real worker for a probe candidate and read its report (the worker is
+    returned running: the caller stops it)."""
+    folder.mkdir(exist_ok=True)
+    candidate = folder / "probe.py"
+    candidate.write_text("")
+    worker = judge.Worker(variable, candidate, 120, 4096)
+    worker.spawn()
+    assert worker.scratch is not None
+    system, links, emptied = sandbox._system()
+    allowed = [*system, *links, *emptied, *judge._seen(variable), str(worker.scratch)]
+    source = PROBE.format(
+        allowed=allowed, forbidden=forbidden, pids=[*_ancestors(), *pids], writes=writes, port=port
+    )
+    candidate.write_text(source)
+    worker.load()
+    return json.loads(judge.RemoteModule(worker).report()), worker
+
+
+def _outer_uid(worker: judge.Worker, inner: int) -> int:
+    assert worker.process is not None
+    pid = sandbox.outer_pid(worker.process.pid, inner)
+    assert pid is not None, "the worker's process was not found from outside"
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x[:4] == "Uid:")
+    return int(line.split()[1])
+
+
+@NEEDS_THE_SANDBOX
+def test_a_worker_is_nobody_without_capabilities_and_sees_only_what_it_needs(
+    tmp_path: Path, listener: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(judge.TRUSTED_VARIABLE, raising=False)
+    grade_folder = Path(tempfile.mkdtemp(prefix="gptlab-run-"))  # as grade's run folder
+    (grade_folder / "report.json").write_text("{}")
+    copy = tmp_path / "copy" / "gptlab_drills"  # another copy of the project on the disk
+    copy.mkdir(parents=True)
+    (copy / "p19.py").write_bytes(REFERENCE.read_bytes())
+    roots = judge._site_dirs("DRILL_P19_MODULE")
+    forbidden = [
+        str(CHECKOUT / "README.md"), str(CHECKOUT / "packages"), str(CHECKOUT / ".git"),
+        str(CHECKOUT / ".nox"), str(REFERENCE), str(grade_folder), str(copy),
+        str(Path(sandbox.__file__).resolve()), str(Path.home() / ".cache"), str(tmp_path),
+    ]  # fmt: skip
+    writes = [*roots, str(Path(roots[0]).parent), "/tmp/..", "/"]
+    try:
+        seen, worker = _probe(tmp_path / "probe", "DRILL_P19_MODULE", 0, forbidden, writes)
+        try:
+            assert seen["uid"] == [65534] * 3 and seen["gid"] == [65534] * 3
+            assert os.getuid() not in seen["uid"] and seen["groups"] == []
+            if os.geteuid() == 0:  # no user namespace: outside it is uid 65534 too
+                assert _outer_uid(worker, seen["pid"]) == 65534
+            assert seen["caps"] == dict.fromkeys(CAPABILITY_SETS, 0)
+            assert seen["extra"] == []  # nothing visible off the allow-list
+            assert seen["existing"] == []
+            assert all(v in ("ESRCH", "EPERM") for v in seen["signals"].values()), seen
+            assert seen["signals"][str(os.getpid())] == "ESRCH"  # the judge: not even named
+            assert seen["init"] == "EPERM" and seen["ppid"] == 1  # bubblewrap's init
+            assert len(seen["processes"]) <= 3, seen["processes"]  # its own pid namespace
+            assert set(seen["writes"].values()) <= {"EROFS", "EACCES", "ENOENT"}, seen
+            assert seen["tmp"] == [worker.scratch.name if worker.scratch else ""]
+            assert seen["network"] in ("ENETUNREACH", "ECONNREFUSED", "EADDRNOTAVAIL")
+        finally:
+            worker.stop()
+    finally:
+        (grade_folder / "report.json").unlink()
+        grade_folder.rmdir()
+    for root in roots:
+        assert not (Path(root) / "planted-by-the-probe.pth").exists()
+
+
+@NEEDS_THE_SANDBOX
+def test_only_p28s_ranks_keep_loopback_for_their_rendezvous(
+    tmp_path: Path, listener: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(judge.TRUSTED_VARIABLE, raising=False)
+    port = listener.getsockname()[1]
+    for variable, expected in (("DRILL_P28_MODULE", "connected"), ("DRILL_P05_MODULE", None)):
+        seen, worker = _probe(tmp_path / variable, variable, port, [], [])
+        worker.stop()
+        if expected:
+            assert seen["network"] == expected
+        else:
+            assert seen["network"] != "connected"
+
+
+@NEEDS_THE_SANDBOX
+def test_two_workers_side_by_side_see_nothing_of_each_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(judge.TRUSTED_VARIABLE, raising=False)
+    first = judge.Worker("DRILL_P19_MODULE", tmp_path / "a" / "probe.py", 120, 4096)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "probe.py").write_text("")
+    first.start()
+    try:
+        assert first.scratch is not None and first.process is not None
+        fifo_folder = first.scratch / "fork-elsewhere"
+        fifo_folder.mkdir()
+        os.mkfifo(fifo_folder / "in")
+        forbidden = [str(first.scratch), str(fifo_folder / "in")]
+        others = [first.process.pid]  # the first's bubblewrap, and its worker inside:
+        inner = sandbox.outer_pid(first.process.pid, 2)
+        assert inner is not None
+        others.append(inner)
+        seen, second = _probe(tmp_path / "b", "DRILL_P19_MODULE", 0, forbidden, [], others)
+        try:
+            assert seen["existing"] == [] and seen["extra"] == []
+            assert all(seen["signals"][str(pid)] == "ESRCH" for pid in others), seen["signals"]
+            assert len(seen["processes"]) <= 3, seen["processes"]
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+
+
+def test_the_view_holds_torch_numpy_and_what_they_require_and_nothing_of_the_project(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(judge.TRUSTED_VARIABLE, raising=False)
+    names = {
+        Path(p).name.split("-")[0].removesuffix(".py") for p in judge._seen("DRILL_P19_MODULE")
+    }
+    assert {"torch", "numpy", "sympy", "typing_extensions"} <= names  # sympy: torch's
+    assert not {"pytest", "_pytest", "hypothesis", "pluggy", "tqdm"} & names
+    assert not any("gptlab" in n or "editable" in n or n.endswith(".pth") for n in names)
+    seen = judge._seen("SCHEDULER_MODULE")  # its reference needs tqdm; paged_kv is a sibling
+    assert any(Path(p).name == "tqdm" for p in seen)
+    assert any(p.endswith("/paged_kv") for p in seen)
+    assert not any(p.endswith(("/scheduler", "/gptlab_testkit", "/gptlab_drills")) for p in seen)
+    monkeypatch.setenv(judge.TRUSTED_VARIABLE, "1")  # known_bad's fixtures: every root
+    assert set(judge._seen("DRILL_P19_MODULE")) >= {
+        str(Path(gptlab_drills.__file__).resolve().parents[1])
+    }
+
+
+def _no_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "bwrap", lambda: None)
+    monkeypatch.setattr(sandbox, "refusal", sandbox.refusal.__wrapped__)  # not the cached answer
+
+
+def test_without_a_sandbox_grade_refuses_to_judge_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    monkeypatch.setattr(sandbox, "refusal", sandbox.refusal.__wrapped__)  # not the cached answer
-    assert sandbox.for_worker(FAITHFUL, tmp_path, judge._site_dirs(), judge.REFUSED) is None
-
-    class StopError(Exception):
-        pass
-
-    def stop(*_: object) -> None:
-        raise StopError
-
-    monkeypatch.setattr(grade, "selection", stop)  # after the header: no run needed
-    with pytest.raises(StopError):
-        grade.main([f"DRILL_P19_MODULE={FAITHFUL}"])
-    printed = capsys.readouterr().out
-    assert "the reference, the tests and the testkit are NOT hidden" in printed
-    assert "grade is not root" in printed
+    _no_sandbox(monkeypatch)
+    faithful = CHECKOUT / "packages/drills/faithful/good_p19_sdpa_inference.py"
+    code = grade.main([f"DRILL_P19_MODULE={faithful}", "--json", str(tmp_path / "j.json")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 4 and len(lines) == 1
+    assert lines[0].startswith("grade refuses to judge: no bwrap found")
+    assert "the machine needs Linux with bubblewrap" in lines[0]
+    monkeypatch.delenv(sandbox.UNSANDBOXED_VARIABLE, raising=False)
+    worker = judge.Worker("DRILL_P19_MODULE", faithful, 60, 4096)
+    with pytest.raises(sandbox.SandboxRefusedError, match="grade refuses to judge"):
+        worker.spawn()
 
 
-@NEEDS_A_NAMESPACE
-def test_in_the_sandbox_the_reference_is_gone_and_torch_and_the_submission_stay(
-    tmp_path: Path,
+def test_the_testkits_own_tests_may_start_a_bare_worker_where_no_sandbox_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    before = _mounts()
-    covers = sandbox.plan(FAITHFUL, tmp_path, judge._site_dirs(), judge.REFUSED)
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", PROBE, str(REFERENCE), *judge._site_dirs()],
-        preexec_fn=sandbox.preexec(covers, lambda: None),
-        cwd=tmp_path,
-        env={"SUBMISSION": str(FAITHFUL)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["reference"] is False and seen["unmounted"] is False
-    assert seen["torch"] and seen["submission"] is True and seen["scratch"] is True
-    assert REFERENCE.read_bytes()  # still here, outside the worker's namespace
-    assert _mounts() == before  # nothing left mounted
+    _no_sandbox(monkeypatch)
+    monkeypatch.setenv(sandbox.UNSANDBOXED_VARIABLE, "1")
+    (tmp_path / "bare.py").write_text("import os\nUID = os.getuid()\n")
+    worker = judge.Worker("DRILL_P19_MODULE", tmp_path / "bare.py", 60, 4096)
+    try:
+        worker.start()
+        assert os.getuid() == judge.RemoteModule(worker).UID  # bare: the grader's own uid
+    finally:
+        worker.stop()
 
 
-@NEEDS_A_NAMESPACE
-def test_the_drop_to_nobody_still_works_after_the_capabilities_are_given_up(
-    tmp_path: Path,
-) -> None:
-    covers = sandbox.plan(FAITHFUL, tmp_path, judge._site_dirs(), judge.REFUSED)
-
-    def to_nobody() -> None:
-        os.setgroups([])
-        os.setgid(65534)
-        os.setuid(65534)
-
-    done = subprocess.run(
-        ["/bin/sh", "-c", f"id -u; cat {REFERENCE} || echo unreadable"],
-        preexec_fn=sandbox.preexec(covers, to_nobody),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.stdout.split() == ["65534", "unreadable"]
-
-
-@NEEDS_A_NAMESPACE
+@NEEDS_THE_SANDBOX
 def test_a_judged_worker_cannot_load_the_reference(tmp_path: Path) -> None:
     cheat = tmp_path / "cheat.py"
     cheat.write_text(
@@ -154,15 +306,7 @@ def test_a_judged_worker_cannot_load_the_reference(tmp_path: Path) -> None:
     assert found is False
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
-    reason="needs root and util-linux setpriv to take CAP_SYS_ADMIN away from a grader",
-)
-def test_root_without_the_namespace_capability_is_not_hidden_and_says_why() -> None:
-    done = subprocess.run(
-        ["/usr/bin/setpriv", "--bounding-set", "-sys_admin", sys.executable, "-c",
-         "from gptlab_testkit import sandbox; print(sandbox.notice())"],
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
-    assert "NOT hidden" in done.stdout
-    assert "a private mount namespace was refused: Operation not permitted" in done.stdout
+def test_the_probe_of_this_machine_is_cached_and_says_why_in_one_line() -> None:
+    why = sandbox.refusal()
+    assert why is None or (why.startswith("grade refuses to judge") and "\n" not in why)
+    assert sys.platform.startswith("linux") or why is not None

@@ -3,13 +3,12 @@ data_ptr, each checked against the tensor itself after views, offsets and clones
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import WRONG_KIND, assert_rejects, candidate, test_device
+from gptlab_testkit import candidate, test_device
 from gptlab_testkit.oracles import assert_binds, inputs_untouched
 from gptlab_testkit.worker_facts import judge_address, worker_reported
 
@@ -171,14 +170,6 @@ def test_the_report_leaves_the_tensor_unchanged():
     x = grid(3, 4).t()
     with inputs_untouched(x=x):
         drill.stride_report(x)
-
-
-@pytest.mark.clause("P01.8")
-@pytest.mark.parametrize(
-    "x", [[[1.0, 2.0]], None, 3.0, np.zeros((2, 2)), torch.Size([2, 2])], ids=type_name
-)
-def test_something_that_is_not_a_tensor_is_rejected(x):
-    assert_rejects(lambda: drill.stride_report(x), WRONG_KIND, "x")
 
 
 @pytest.mark.clause("P01.1")

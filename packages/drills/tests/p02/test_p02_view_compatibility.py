@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import WRONG_KIND, assert_rejects, candidate, test_device
+from gptlab_testkit import candidate, test_device
 from gptlab_testkit.oracles import assert_binds, inputs_untouched
 
 drill = candidate("DRILL_P02_MODULE")
@@ -185,42 +185,6 @@ def test_the_tensor_is_left_unchanged():
     x = grid(3, 4).t()
     with inputs_untouched(x=x):
         drill.can_view_without_copy(x, (2, 6))
-
-
-# ---- rejection: valid in every respect but one ----
-
-
-@pytest.mark.clause("P02.6")
-@pytest.mark.parametrize("new_shape", [(5, 2), (13,)])
-def test_a_shape_with_another_element_count_is_rejected(new_shape):
-    x = grid(3, 4)
-    with inputs_untouched(x=x):
-        assert_rejects(lambda: drill.can_view_without_copy(x, new_shape), ValueError, "new_shape")
-
-
-@pytest.mark.clause("P02.7")
-@pytest.mark.parametrize(
-    "new_shape",
-    [None, 12, "12", (2.0, 6), (2, 6.0), (True, 12), (-2, -6), (-1, 12)],
-    ids=repr,
-)
-def test_a_new_shape_that_is_not_non_negative_ints_is_rejected(new_shape):
-    x = grid(3, 4)
-    with inputs_untouched(x=x):
-        assert_rejects(lambda: drill.can_view_without_copy(x, new_shape), WRONG_KIND, "new_shape")
-
-
-@pytest.mark.clause("P02.7")
-def test_a_negative_size_is_a_value_error():
-    x = grid(3, 4)
-
-    assert_rejects(lambda: drill.can_view_without_copy(x, (-3, -4)), ValueError, "new_shape")
-
-
-@pytest.mark.clause("P02.8")
-@pytest.mark.parametrize("x", [[[1.0, 2.0], [3.0, 4.0]], None], ids=repr)
-def test_an_x_that_is_not_a_tensor_is_rejected(x):
-    assert_rejects(lambda: drill.can_view_without_copy(x, (4,)), WRONG_KIND, "x")
 
 
 @pytest.mark.clause("P02.1")

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlab_testkit import WRONG_KIND, assert_rejects, candidate
+from gptlab_testkit import assert_rejects, candidate
 from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P04_MODULE")
@@ -108,41 +108,6 @@ def test_query_heads_not_a_multiple_of_kv_heads_are_rejected(kv_heads, query_hea
         assert_rejects(
             lambda: drill.repeat_kv_for_gqa(kv, query_heads), ValueError, ("query_heads", "kv")
         )
-
-
-@pytest.mark.clause("P04.7")
-def test_zero_query_heads_are_rejected():
-    kv = seeded(2, 2, 3, 4, seed=16)
-    with inputs_untouched(kv=kv):
-        assert_rejects(lambda: drill.repeat_kv_for_gqa(kv, 0), ValueError, ("query_heads", "kv"))
-
-
-@pytest.mark.clause("P04.8")
-def test_kv_that_is_not_four_dimensional_is_rejected():
-    kv = seeded(2, 3, 4, seed=17)
-    with inputs_untouched(kv=kv):
-        assert_rejects(lambda: drill.repeat_kv_for_gqa(kv, 4), ValueError, "kv")
-
-
-@pytest.mark.clause("P04.7")
-@pytest.mark.parametrize("query_heads", [-4, True, 4.0, None, "4"], ids=repr)
-def test_a_query_head_count_that_is_not_a_positive_int_is_rejected(query_heads):
-    kv = seeded(2, 2, 3, 4, seed=18)
-    with inputs_untouched(kv=kv):
-        assert_rejects(lambda: drill.repeat_kv_for_gqa(kv, query_heads), WRONG_KIND, "query_heads")
-
-
-@pytest.mark.clause("P04.8")
-@pytest.mark.parametrize("kv", [None, [[[[1.0]]]], 2.0], ids=repr)
-def test_kv_that_is_not_a_tensor_is_rejected(kv):
-    assert_rejects(lambda: drill.repeat_kv_for_gqa(kv, 4), WRONG_KIND, "kv")
-
-
-@pytest.mark.clause("P04.8")
-def test_kv_with_five_dimensions_is_rejected():
-    kv = seeded(2, 2, 3, 4, 1, seed=19)
-    with inputs_untouched(kv=kv):
-        assert_rejects(lambda: drill.repeat_kv_for_gqa(kv, 4), ValueError, "kv")
 
 
 @pytest.mark.clause("P04.2", "P04.3")

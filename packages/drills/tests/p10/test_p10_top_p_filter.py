@@ -102,6 +102,18 @@ def test_p_one_keeps_every_token():
     assert not shares_storage(got, logits), "the result aliases the caller's logits"
 
 
+@pytest.mark.clause("P10.6")
+def test_p_one_keeps_every_token_of_rows_whose_tail_holds_real_mass():
+    # The least probable token holds about 1% of its row: no rounding question at p = 1.
+    logits = tensor(
+        [[0.0, 1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0, 2.0]]
+    )
+
+    got = drill.top_p_filter(logits, 1.0)
+
+    assert kept(got) == [set(range(5))] * 3
+
+
 @pytest.mark.clause("P10.4")
 def test_tokens_tied_with_the_last_kept_token_are_all_kept():
     # [2, 1, 1, 0]: probabilities 0.53, 0.20, 0.20, 0.07; p=0.6 is reached inside the tie.

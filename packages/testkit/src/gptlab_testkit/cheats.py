@@ -21,6 +21,8 @@ detached writer must have been ended). In each `class_*` folder no submission ma
 more than `CLASS_TWIN` earns (one plants a force-pass hook for the next), a submission
 that changed the graded checkout is named, and the copy's tests are as they were.
 
+`LINK` (a path in the checkout): the submission is a folder whose seed-named file is a
+symbolic link to that file (the cheat's own source is never graded).
 `ENFORCED = False` (with `WHY`) marks a cheat the grader cannot stop yet: it is listed
 with its reason (and graded only with `--all`), and never fails this command. Exit
 status 1 when an enforced cheat got credit or a verdict without its phrase.

@@ -130,10 +130,8 @@ def main(argv: list[str]) -> int:
     print("gptlab grade: modules graded")
     for line in module_lines():
         print("  " + line)
-    if swapped_variables(assignments) and (refused := sandbox.refusal()):
-        print(refused, file=sys.stderr)  # never judged weaker than the sandbox
-        write_outputs(options, SuiteRun(4, [], "", refused))
-        return 4
+    if swapped_variables(assignments):
+        sandbox.start_probe()  # can the worker be sandboxed? asked before the run (below)
     if not Path.cwd().resolve().is_relative_to(options.root):
         print(f"  suites of the checkout {options.root}")
     paths, ladder = selection(options.root, assignments, options.full)
@@ -141,6 +139,10 @@ def main(argv: list[str]) -> int:
         print(f"\nselected: {len(paths)} test files that load a swapped variable (--full: all)")
     print(flush=True)
     warm_up()
+    if swapped_variables(assignments) and (refused := sandbox.refusal()):
+        print(refused, file=sys.stderr)  # never judged weaker than the sandbox
+        write_outputs(options, SuiteRun(4, [], "", refused))
+        return 4
     run = grade_run(paths, assignments, options, pytest_args, ladder).wait()
     if run.problem:
         kind = "" if run.forfeit else "candidate error: "

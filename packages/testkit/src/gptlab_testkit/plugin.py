@@ -8,11 +8,14 @@ and the ladder pass `--gptlab-report`). Elsewhere it registers nothing, changes 
 option, loads no hypothesis profile and imports no torch: another project's suite runs
 as if it were not installed. Where it acts:
 
-- registers the markers `tier0`..`tier3`, `contract`, `extension`, `owner(key)`;
+- registers the markers `tier0`..`tier3`, `contract`, `extension`, `owner(key)`,
+  `clause(*ids)`, `rejection`;
 - refuses to run a test that lacks an owner from routing.toml or a contract/extension mark;
 - ends a failing run with the routing rows of its failures (a passing run prints nothing);
 - `--gptlab-scorecard` prints graded modules and a per-package scorecard;
 - `--gptlab-report PATH` writes every result as JSON for the grader and the ladder;
+- applies the scoring policy (`scoring.scored`: held rejections, advisory results) to
+  its records before either is written;
 - `--gptlab-memory-limit MIB` caps each test process's memory; with pytest-xdist and
   pytest-timeout it survives hanging and crashing candidates (see `isolation`).
 

@@ -8,7 +8,7 @@ empty tmpfs holding only what it is told to bind:
 - the interpreter (its executable, stdlib and shared library) and the folders of the
   system libraries the judge itself loaded (libc, libstdc++, ...), read-only; every
   site-packages folder among them is an empty tmpfs;
-- in each of the worker's import roots (`judge._import_roots`: where torch and numpy
+- in each of the worker's import roots (`judge._site_dirs`: where torch and numpy
   live), only the entries of torch, numpy and the distributions they require,
   transitively (package folders, modules, `.libs`, `.dist-info`), and a reference's
   sibling packages a candidate may use, read-only (a trusted fixture of `known_bad`:
@@ -37,8 +37,11 @@ it did not know of (another copy of the project, a wheel cache) stayed readable,
 where `nobody` could not reach the interpreter the worker stayed uid 0. Building an
 allow-list root by hand (pivot_root, a pid namespace with an init that reaps, the
 propagation and /proc details) is what bubblewrap already does, reviewed and used by
-every Flatpak. Cost per worker start (the same measure as before, `tests/
-test_testkit_sandbox.py`'s timing): about 40 ms before, in the README now.
+every Flatpak. Cost per worker start (a `python -I -S` start with and without the
+sandbox, its plan included, median of 15, on the 2-core dev machine under load): the
+deny-list added 86-98 ms (about 40 ms when the machine was quiet), bubblewrap adds
+46-53 ms (39 mounts; its arguments are made once per variable), next to the 3-7 s of the
+worker's torch import.
 
 Where a worker cannot be sandboxed so (no bwrap, not Linux, user namespaces refused,
 an interpreter `nobody` cannot read), `refusal()` says why in one line and grade
@@ -256,13 +259,27 @@ def _top_level(dist: metadata.Distribution) -> set[str]:
 
 def command(view: View, argv: list[str]) -> list[str]:
     """bwrap's command line that runs `argv` in the worker's sandbox."""
+    fixed, made = _fixed(view.read_only, view.network)
+    mounts = [view.scratch]  # read-write; what it holds read-only after it
+    mounts += [str(p) for p in (Path(view.scratch) / n for n in READ_ONLY_IN_SCRATCH) if p.is_dir()]
+    args = list(fixed)
+    for folder in _ancestors([view.scratch], made):
+        args += ["--perms", "0755", "--dir", folder]
+    args += ["--bind", view.scratch, view.scratch]
+    args += [arg for path in mounts[1:] for arg in ("--ro-bind", path, path)]
+    return [*args, "--chdir", view.scratch, "--", *argv]
+
+
+@functools.cache
+def _fixed(read_only: tuple[str, ...], network: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """bwrap's arguments for all but the scratch folder (the same for every worker of a
+    variable: made once), and the paths they make."""
     found = bwrap()
     if found is None:
         raise SandboxRefusedError(f"no bwrap found; {MACHINE_NEEDS}")
     system, links, emptied = _system()
-    read_only = _outermost([*system, *view.read_only])
     args = [found, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-    args += [] if view.network else ["--unshare-net"]
+    args += [] if network else ["--unshare-net"]
     if worker_user() is not None:  # root: no user namespace; worker.py drops to nobody
         args += ["--cap-drop", "ALL"]
         args += [arg for cap in KEPT_AS_ROOT for arg in ("--cap-add", cap)]
@@ -271,23 +288,20 @@ def command(view: View, argv: list[str]) -> list[str]:
         args += ["--gid", str(WORKER_GID), "--cap-drop", "ALL"]
     args += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
     args += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-    mounts = [(p, "--ro-bind") for p in read_only]
-    mounts += [(p, "--tmpfs") for p in emptied if not any(p == r for r in view.read_only)]
-    mounts += [(view.scratch, "--bind")]
-    for inside in (Path(view.scratch) / name for name in READ_ONLY_IN_SCRATCH):
-        mounts += [(str(inside), "--ro-bind")] if inside.is_dir() else []
-    for folder in _ancestors([path for path, _ in mounts], [*links, "/tmp", "/proc", "/dev"]):
+    bound = _outermost([*system, *read_only])
+    masks = [p for p in emptied if p not in read_only]  # a trusted root stays whole
+    made = [*bound, *masks, *links, "/tmp", "/proc", "/dev"]
+    for folder in _ancestors([*bound, *masks], made):
         args += ["--perms", "0755", "--dir", folder]
     args += [arg for link in links for arg in ("--symlink", os.readlink(link), link)]
+    mounts = [(p, "--ro-bind") for p in bound] + [(p, "--tmpfs") for p in masks]
     for path, kind in sorted(mounts, key=lambda m: (Path(m[0]).parts, m[1] != "--ro-bind")):
-        if kind == "--tmpfs":
-            args += ["--perms", "0755", "--tmpfs", path, "--remount-ro", path]
-        else:
-            args += [kind, path, path]
-    return [*args, "--chdir", view.scratch, "--", *argv]
+        args += ["--perms", "0755", kind, path] if kind == "--tmpfs" else [kind, path, path]
+    args += [arg for mask in masks for arg in ("--remount-ro", mask)]  # once bound into
+    return tuple(args), tuple(made)
 
 
-def _ancestors(paths: list[str], made: list[str]) -> list[str]:
+def _ancestors(paths: list[str], made: Iterable[str]) -> list[str]:
     """The folders above `paths` that no mount makes, top first (created mode 755:
     bubblewrap's own are 700, which would keep `nobody` from what lies below)."""
     folders: set[str] = set()
@@ -333,6 +347,32 @@ def environment() -> dict[str, str]:
 # -- can it be made here?
 
 
+_PROBES: list[tuple[subprocess.Popen[str], Path] | str] = []  # started, not yet read
+_READ: list[bool] = []  # a probe was read (refusal's answer is cached)
+
+
+def start_probe() -> None:
+    """Start the probe `refusal` reads, so that it runs while grade goes on (it lists the
+    tests and imports the references meanwhile)."""
+    if _PROBES or _READ:
+        return
+    scratch = scratch_folder()
+    try:
+        script = stage(scratch, Path(__file__).with_name("worker.py"))
+        roots = tuple(_torch_roots())
+        view = View(entries(roots, frozenset({"torch", "numpy"})), str(scratch))
+        argv = [str(Path(sys.executable).resolve()), "-I", "-S", "-B", str(script), "--probe"]
+        process = subprocess.Popen(
+            command(view, [*argv, *roots]), env=environment(), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except (OSError, SandboxRefusedError) as error:
+        shutil.rmtree(scratch, ignore_errors=True)
+        _PROBES.append(f"grade refuses to judge: bwrap could not run ({error}); {MACHINE_NEEDS}")
+        return
+    _PROBES.append((process, scratch))
+
+
 @functools.cache
 def refusal() -> str | None:
     """Why no worker can be sandboxed here (one line), or None: probed once by starting
@@ -341,23 +381,20 @@ def refusal() -> str | None:
         return f"grade refuses to judge on {sys.platform}: {MACHINE_NEEDS}"
     if bwrap() is None:
         return f"grade refuses to judge: no bwrap found; {MACHINE_NEEDS}"
-    scratch = scratch_folder()
+    start_probe()
+    probe = _PROBES.pop() if _PROBES else "grade refuses to judge: the probe was lost"
+    _READ.append(True)
+    if isinstance(probe, str):
+        return probe
+    process, scratch = probe
     try:
-        script = stage(scratch, Path(__file__).with_name("worker.py"))
-        executable = str(Path(sys.executable).resolve())
-        roots = tuple(_torch_roots())
-        view = View(entries(roots, frozenset({"torch", "numpy"})), str(scratch))
-        argv = [executable, "-I", "-S", "-B", str(script), "--probe", *roots]
-        try:
-            done = subprocess.run(
-                command(view, argv), env=environment(), capture_output=True, text=True,
-                timeout=60, check=False, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired, SandboxRefusedError) as error:
-            return f"grade refuses to judge: bwrap could not run ({error}); {MACHINE_NEEDS}"
+        out, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return _probe_problem(done)
+    return _probe_problem(subprocess.CompletedProcess(process.args, process.returncode, out, err))
 
 
 def _probe_problem(done: subprocess.CompletedProcess[str]) -> str | None:

@@ -208,6 +208,12 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+_NOT_AUTHENTIC = (
+    "the run's report did not come from the judging process (it failed authentication): "
+    "nothing earned"
+)
+
+
 def _forfeit_reason(returncode: int) -> str:
     """Why a run whose keeper exited so earns nothing ("" when it exited on its own)."""
     if returncode < 0:
@@ -454,27 +460,20 @@ class ForkedRun:
         reaper.sweep()  # orphans of a keeper the candidate killed: before any result
         os.close(self._collected_fd)
         results: list[TestResult] = []
-        reported = self.report.exists()
-        if not problem and (reported or self.collected) and _forfeit_reason(returncode):
+        if not problem and _forfeit_reason(returncode):  # (a judge runs no candidate code)
             problem, forfeit = _forfeit_reason(returncode), True
-        if forfeit:
-            pass  # whatever the report says, nothing is read from it
-        elif reported:
+            if not self.collected and not self.report.exists():  # (in-process: practice)
+                problem = f"the process importing {self.describe} died (exit status {returncode})"
+        if not forfeit and self.report.exists():
             try:
                 results = read_report(self.report, key=self._key)[1]
             except ReportNotAuthenticError:
-                problem, forfeit = (
-                    (
-                        "the run's report did not come from the judging process (it failed "
-                        "authentication): nothing earned"
-                    ),
-                    True,
-                )
+                problem, forfeit = _NOT_AUTHENTIC, True
             except (OSError, ValueError, KeyError, TypeError):
                 pass
         elif not problem and not self.collected:
             problem = f"the process importing {self.describe} died (exit status {returncode})"
-        elif not problem:
+        elif not problem and not forfeit:
             problem = f"the grading process died (exit status {returncode})"
         output = ""
         if self.log is not None and self.log.exists():
