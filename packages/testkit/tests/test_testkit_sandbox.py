@@ -66,8 +66,8 @@ def _signal(pid):
 
 def _write(folder):
     try:
-        with open(os.path.join(folder, "planted-by-the-probe.pth"), "w") as file:
-            file.write("import os")
+        with open(os.path.join(folder, "planted-by-the-probe.txt"), "w") as file:
+            file.write("planted")
         return "written"
     except OSError as error:
         return errno.errorcode[error.errno]
@@ -186,8 +186,10 @@ def test_a_worker_is_nobody_without_capabilities_and_sees_only_what_it_needs(
     finally:
         (grade_folder / "report.json").unlink()
         grade_folder.rmdir()
-    for root in roots:
-        assert not (Path(root) / "planted-by-the-probe.pth").exists()
+    landed = [Path(f, "planted-by-the-probe.txt") for f in writes]
+    for path in (p for p in landed if p.exists()):
+        path.unlink()  # (where the sandbox failed: never left behind)
+        raise AssertionError(f"the worker wrote {path}")
 
 
 @NEEDS_THE_SANDBOX

@@ -187,28 +187,6 @@ def test_decreasing_positions_among_valid_keys_are_rejected():
 
 
 @pytest.mark.contract
-@pytest.mark.clause("PT17.9")
-def test_key_valid_shaped_unlike_key_positions_is_rejected():
-    call = {**valid_call(), "key_valid": flags([[1, 1, 1, 1], [1, 1, 1, 1]])}
-    with inputs_untouched(**call):
-        assert_rejects(
-            lambda: drill.position_causal_mask(**call), BAD_VALUE, ("key_valid", "key_positions")
-        )
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT17.10")
-def test_query_and_key_batches_of_different_sizes_are_rejected():
-    call = {**valid_call(), "query_positions": long([[3, 4], [3, 4], [3, 4]])}
-    with inputs_untouched(**call):
-        assert_rejects(
-            lambda: drill.position_causal_mask(**call),
-            BAD_VALUE,
-            ("query_positions", "key_positions"),
-        )
-
-
-@pytest.mark.contract
 @pytest.mark.clause("PT17.6")
 def test_a_query_with_no_allowed_key_comes_back_all_false():
     # Row 1: every key before query 0's position is padding; query 0 sees nothing.

@@ -192,52 +192,6 @@ def test_a_repeated_request_id_is_rejected():
 
 
 @pytest.mark.contract
-@pytest.mark.clause("PT28.8")
-def test_a_request_without_a_generator_is_rejected():
-    generators = fresh_generators()
-    del generators["c"]
-    rejects_before_drawing("generators", ["a", "b", "c"], generators, [1.0] * 3)
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.8")
-def test_two_requests_sharing_one_generator_are_rejected():
-    generators = fresh_generators()
-    generators["c"] = generators["a"]
-    rejects_before_drawing("generators", ["a", "b", "c"], generators, [1.0] * 3)
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.9")
-@pytest.mark.parametrize("bad", [-0.5, math.nan])
-def test_a_bad_temperature_in_a_later_row_is_rejected(bad):
-    rejects_before_drawing(
-        "temperatures", ["a", "b", "c"], fresh_generators(), [1.0, 1.0, bad], values=(bad,)
-    )
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.9")
-def test_temperatures_of_the_wrong_count_are_rejected():
-    logits = torch.stack([ROWS[r] for r in "abc"])
-    rejects_before_drawing("temperatures", ["a", "b", "c"], fresh_generators(), [1.0] * 2, logits)
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.7")
-def test_request_ids_of_the_wrong_count_are_rejected():
-    rejects_before_drawing("request_ids", ["a", "b"], fresh_generators(), [1.0] * 3)
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.11")
-def test_a_nan_row_is_rejected_before_any_row_is_drawn():
-    logits = torch.stack([ROWS[r] for r in "abc"])
-    logits[2, 3] = math.nan
-    rejects_before_drawing("logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits)
-
-
-@pytest.mark.contract
 @pytest.mark.clause("PT28.1", "PT28.4")
 def test_temperatures_may_come_as_a_tensor():
     temperatures = torch.tensor([0.5, 0.0, 1.5])
@@ -280,54 +234,6 @@ def test_extra_generators_and_the_greedy_rows_generators_stay_untouched():
 @pytest.mark.clause("PT28.7")
 def test_a_repeated_request_id_later_in_the_batch_is_rejected():
     rejects_before_drawing("request_ids", ["a", "b", "c", "b"], fresh_generators(), [1.0] * 4)
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.9")
-@pytest.mark.parametrize("bad", [math.inf, -math.inf, -1e-9], ids=["+inf", "-inf", "tiny negative"])
-def test_a_temperature_not_finite_or_below_zero_in_row_two_is_rejected(bad):
-    rejects_before_drawing("temperatures", ["a", "b", "c"], fresh_generators(), [0.0, 1.0, bad])
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.10")
-@pytest.mark.parametrize(
-    ("logits", "errors"),
-    [
-        (lambda: torch.stack([ROWS[r] for r in "abc"]).to(torch.int64), WRONG_KIND),
-        (lambda: torch.stack([ROWS[r] for r in "abc"])[None], BAD_VALUE),
-        (lambda: ROWS["a"].clone(), BAD_VALUE),
-    ],
-    ids=["integer logits", "3-D logits", "1-D logits"],
-)
-def test_logits_that_are_not_2_d_floating_are_rejected(logits, errors):
-    rejects_before_drawing(
-        "logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits(), errors=errors
-    )
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.11")
-@pytest.mark.parametrize("row", ["+inf", "all -inf"])
-def test_a_row_with_inf_or_no_finite_logit_is_rejected(row):
-    logits = torch.stack([ROWS[r] for r in "abc"])
-    if row == "+inf":
-        logits[1, 4] = math.inf
-    else:
-        logits[2] = -math.inf
-    rejects_before_drawing("logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits)
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.11")
-def test_minus_inf_logits_rule_tokens_out_but_are_allowed():
-    logits = torch.stack([ROWS[r] for r in "ab"])
-    logits[1, ::2] = -math.inf
-    generators = fresh_generators()
-    got = drawn_tokens(drill.sample_batch(logits, ["a", "b"], generators, [1.0, 1.0]), 2)
-    probs = torch.softmax(logits[1:].float(), dim=-1)
-    want = int(torch.multinomial(probs, 1, generator=seeded_generator(SEEDS["b"])))
-    assert got[1] == want and got[1] % 2 == 1, f"row 1 drew {got[1]}, want {want}"
 
 
 # ---- extension: the reference's doors past the contract ----
@@ -402,10 +308,3 @@ def test_a_vocabulary_of_one_token_always_gives_token_zero():
     logits = torch.tensor([[0.3], [-2.0]])
     got = drill.sample_batch(logits, ["a", "b"], fresh_generators(), [1.0, 0.0])
     assert drawn_tokens(got, 2) == [0, 0]
-
-
-@pytest.mark.contract
-@pytest.mark.clause("PT28.11")
-def test_an_empty_vocabulary_is_rejected():
-    logits = torch.empty(3, 0)
-    rejects_before_drawing("logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits)
