@@ -1,5 +1,5 @@
-"""A stranger's merge calls view() after the transpose, which raises on the split's
-non-contiguous output instead of copying."""
+"""A stranger's merge calls view() after the transpose, which raises on a contiguous
+head-major [B, H, T, D] (attention's output, strided once transposed) instead of copying."""
 
 VARIABLE = "DRILL_P03_MODULE"
 EXPECTED_OWNER = "p03"

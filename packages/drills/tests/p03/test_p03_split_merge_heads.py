@@ -112,6 +112,18 @@ def test_merge_accepts_the_non_contiguous_output_of_a_transpose():
     assert torch.equal(got, loop_merge(heads_first)), "merge of a strided [B, H, T, D]"
 
 
+@pytest.mark.clause("P03.5")
+@pytest.mark.parametrize("shape", [(1, 2, 3, 4), (2, 4, 5, 3)], ids=str)
+def test_merge_of_a_contiguous_head_major_tensor_is_by_value(shape):
+    # Attention's output (probs @ v) is a contiguous [B, H, T, D]: its transpose to
+    # [B, T, H, D] is strided, so a merge by view() cannot take it.
+    heads_major = seeded(*shape, seed=6)
+
+    got = drill.merge_heads(heads_major)
+
+    assert torch.equal(got, loop_merge(heads_major)), f"merge of a contiguous {shape}"
+
+
 @pytest.mark.clause("P03.9")
 def test_merge_returns_a_contiguous_tensor():
     split = drill.split_heads(seeded(2, 5, 6, seed=5), 3)

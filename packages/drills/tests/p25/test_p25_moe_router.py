@@ -17,7 +17,7 @@ from gptlab_testkit import (
     candidate,
     test_device,
 )
-from gptlab_testkit.oracles import inputs_untouched, seeded
+from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P25_MODULE")
 
@@ -88,6 +88,14 @@ def assert_matches_loop(x, logits, k, capacity):
 @pytest.mark.clause("P25.1", "P25.4", "P25.8")
 def test_two_experts_per_token_with_room_for_all_match_the_loop_oracle():
     assert_matches_loop(seeded(6, 4, seed=1), seeded(6, 3, seed=2), k=2, capacity=6)
+
+
+@pytest.mark.contract
+@pytest.mark.clause("P25.1")
+def test_the_signature_takes_all_five_arguments_positionally():
+    x, logits = seeded(4, 3, seed=5), seeded(4, 3, seed=6)
+
+    assert_binds(drill.top_k_moe, x, logits, experts(3), 2, 4)
 
 
 @pytest.mark.contract
