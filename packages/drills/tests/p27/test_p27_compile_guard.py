@@ -370,6 +370,16 @@ def test_dynamic_true_shares_one_graph_across_sizes_and_specialises_size_one():
 
 
 @pytest.mark.contract
+@pytest.mark.clause("P27.1")
+def test_the_backend_defaults_to_inductor():
+    # Read from the signature: running inductor needs a C++ compiler and minutes on a CPU.
+    parameter = inspect.signature(drill.compile_guard_probe).parameters.get("backend")
+
+    assert parameter is not None, "compile_guard_probe takes no backend"
+    assert parameter.default == "inductor", f"backend defaults to {parameter.default!r}"
+
+
+@pytest.mark.contract
 @pytest.mark.clause("P27.1", "P27.8")
 def test_the_default_tolerances_are_1e_5():
     def pure(x):
