@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -362,7 +363,14 @@ class Worker:
         return True
 
     # -- one exchange
-    def request(self, message: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
+    def request(
+        self,
+        message: dict[str, Any],
+        blobs: list[bytes],
+        before_raise: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Send one message and wait for its answer; the candidate's exception is raised
+        here, after `before_raise` has read the answer (a call's arguments mirrored)."""
         if self.owner != os.getpid():  # a forked test process: its own worker, not ours
             alive = self.process is not None and _Forked(self.process.pid).poll() is None
             if alive and self.process is not None and self.scratch is not None:
@@ -411,6 +419,8 @@ class Worker:
                 "(the reference, the tests and the grader are refused; worker-reported)"
             )
         if "raised" in reply:
+            if before_raise is not None:
+                before_raise(reply)
             name, text = reply["raised"][:2]
             error_type = SAFE_ERRORS.get(str(name))
             if message.get("op") == "load":
@@ -717,9 +727,15 @@ def _call_worker(
         "grad": torch.is_grad_enabled(),
         "inference": torch.is_inference_mode_enabled(),
     }
-    reply = worker.request(message, blobs)
+    sent = [*args, *kwargs.values()]
+    # A raise still mirrors what the call left (a write before a late check is seen).
+    reply = worker.request(
+        message,
+        blobs,
+        before_raise=lambda r: _mirror(sent, r.get("after") or [], r["_blobs"], worker),
+    )
     reply_blobs = reply.pop("_blobs")
-    _mirror([*args, *kwargs.values()], reply.get("after") or [], reply_blobs, worker)
+    _mirror(sent, reply.get("after") or [], reply_blobs, worker)
     if isinstance(reply.get("grad_after"), bool):  # the candidate left grad mode switched,
         torch.set_grad_enabled(reply["grad_after"])  # as it would have left ours (worker-reported)
     for mode in guards:

@@ -397,6 +397,15 @@ def _lent(server: Server, ident: int, kind: str) -> JudgeObject:
 KEYS_OF_A_JOIN = ("rank", "world", "port", "timeout_s")
 
 
+class CallRaisedError(Exception):
+    """The candidate's exception from a call, with what the call left in its tensor
+    arguments: a check that ran after a write (a rejection too late) shows in the judge."""
+
+    def __init__(self, error: Exception, after: list[Any], out: list[bytes]) -> None:
+        super().__init__(str(error))
+        self.error, self.after, self.out = error, after, out
+
+
 class Server:
     def __init__(self, wire: Any, refuser: Refuser, fd_in: int, fd_out: int) -> None:
         self.wire, self.refuser = wire, refuser
@@ -519,6 +528,10 @@ class Server:
             reply, out = self.dispatch(message, blobs)
         except self.wire.WireError:
             raise
+        except CallRaisedError as raised:  # the judge mirrors the arguments, then raises
+            error = raised.error
+            reply = {"raised": [type(error).__name__, str(error)[:2000]], "after": raised.after}
+            out = raised.out
         except BaseException as error:  # the candidate's exception, reported by name and
             # text (not its traceback: the judge shows none, and formatting one reads source
             # lines, a cost each AttributeError of a probing `getattr(model, name, None)` paid)
@@ -708,7 +721,12 @@ class Server:
                 stack.enter_context(torch.inference_mode())
             if mode is not None:
                 stack.enter_context(mode)
-            result = target(*args, **kwargs)
+            try:
+                result = target(*args, **kwargs)
+            except Exception as error:  # a rejection: what it left in its arguments goes too
+                sent: list[bytes] = []
+                left = [self._after(v, sent, before, as_found) for v in [*args, *kwargs.values()]]
+                raise CallRaisedError(error, left, sent) from error
             grad_after = torch.is_grad_enabled()  # a candidate that switched it and left it
         if _module_walk(result, owner, name):  # a walk of a module: its items in one reply
             result = self.wire.Drained(result)
