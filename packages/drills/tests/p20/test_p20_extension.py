@@ -201,3 +201,9 @@ def test_start_defaults_to_zero():
 
     assert torch.equal(call["k_cache"], again["k_cache"]), "start=None is not start=0"
     assert torch.equal(call["v_cache"], again["v_cache"]), "start=None is not start=0"
+
+
+@pytest.mark.clause("P20.14")
+@pytest.mark.parametrize("row", [[2, 2, 4], [4, 3, 4]], ids=["adjacent repeat", "repeat apart"])
+def test_a_position_repeated_within_a_row_is_rejected(row):
+    rejected({**valid_call(), "positions": long([[0, 1, 2], row])}, "positions")

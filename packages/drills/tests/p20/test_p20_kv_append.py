@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gptlab_testkit import assert_rejects, candidate, test_device
 from gptlab_testkit import slot_writes as checks
-from gptlab_testkit.boundary import BAD_VALUE
+from gptlab_testkit.boundary import BAD_VALUE, names_argument, names_value
 from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
 
 drill = candidate("DRILL_P20_MODULE")
@@ -124,10 +124,45 @@ def test_a_position_outside_the_cache_is_rejected_before_any_write(bad):
     )
 
 
+def written_once_per_slot(
+    before: torch.Tensor, got: torch.Tensor, new: torch.Tensor, positions: torch.Tensor
+) -> None:
+    """Every slot written once holds the loop oracle's token; a slot written twice holds
+    one of its tokens (either may win); every other slot keeps its value."""
+    want = before.clone()
+    for b, row in enumerate(positions.tolist()):
+        for slot in set(row):
+            tokens = [new[b, :, t] for t, p in enumerate(row) if p == slot]
+            assert any(torch.equal(got[b, :, slot], token) for token in tokens), (
+                f"row {b}'s slot {slot} holds none of the {len(tokens)} token(s) written to it"
+            )
+            want[b, :, slot] = got[b, :, slot]
+    assert torch.equal(got, want), "a slot no position names changed"
+
+
+# The kit allows either answer to a repeat: a rejection before any write, or a defined write.
 @pytest.mark.clause("P20.7")
 @pytest.mark.parametrize("row", [[2, 2, 4], [4, 3, 4]], ids=["adjacent repeat", "repeat apart"])
-def test_a_position_repeated_within_a_row_is_rejected(row):
-    rejected({**valid_call(), "positions": long([[0, 1, 2], row])}, "positions")
+def test_a_position_repeated_within_a_row_is_rejected_or_written_once(row):
+    call = {**valid_call(), "positions": long([[0, 1, 2], row])}
+    before = {name: tensor.clone() for name, tensor in call.items()}
+    repeat = next(p for p in row if row.count(p) > 1)
+    try:
+        drill.append_kv_cache(*call.values())
+    except ValueError as error:
+        message = str(error)
+        assert names_argument(message, "positions") or names_value(message, repeat), (
+            f"ValueError does not name positions or the repeated value: {message!r}"
+        )
+        for name, tensor in call.items():
+            assert torch.equal(tensor, before[name]), f"{name} was written before the rejection"
+        return
+    except Exception as foreign:  # neither a rejection nor a write: a foreign error
+        raise AssertionError(f"expected ValueError or a write, got {foreign!r}") from foreign
+    for name in ("k_new", "v_new", "positions"):
+        assert torch.equal(call[name], before[name]), f"{name} was written by the call"
+    for cache, new in (("k_cache", "k_new"), ("v_cache", "v_new")):
+        written_once_per_slot(before[cache], call[cache], call[new], call["positions"])
 
 
 @pytest.mark.clause("P20.3")

@@ -75,3 +75,10 @@ def test_a_meta_tensor_is_rejected(name):
     after = list(call)[list(call).index(name) :]  # `name` and every argument after it
     call = {key: value.to("meta") if key in after else value for key, value in call.items()}
     rejected(call, name, WRONG_KIND)
+
+
+@pytest.mark.clause("P21.13")
+@pytest.mark.parametrize("entry", [-1, 4], ids=["unallocated -1", "past the pool"])
+def test_a_position_read_through_an_invalid_table_entry_is_rejected(entry):
+    table = long([[0, 1], [3, entry]])  # row 1's position 2 reads its second block
+    rejected({**valid_call(), "block_table": table}, ("block_table", "positions"))
