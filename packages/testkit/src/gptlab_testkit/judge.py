@@ -209,12 +209,16 @@ def _seen(variable: str) -> tuple[str, ...]:
     return (*packages, *sandbox.entries(roots, _distributions(variable)))
 
 
-def _sandboxed(variable: str, scratch: Path, argv: list[str]) -> tuple[list[str], dict[str, str]]:
+def _sandboxed(
+    variable: str, scratch: Path, argv: list[str], fixtures: tuple[str, ...] = ()
+) -> tuple[list[str], dict[str, str]]:
     """The command and environment that start `argv` as this variable's worker: in its
-    sandbox, or bare only where none can be made and the testkit's own tests allow it."""
+    sandbox, or bare only where none can be made and the testkit's own tests allow it.
+    `fixtures`: a trusted fixture's folders, seen read-only where they lie."""
     why = sandbox.refusal()
     if why is None:
-        view = sandbox.View(_seen(variable), str(scratch), variable in LOOPBACK_VARIABLES)
+        seen = (*_seen(variable), *fixtures)
+        view = sandbox.View(seen, str(scratch), variable in LOOPBACK_VARIABLES)
         return sandbox.command(view, argv), sandbox.environment()
     if sandbox.unsandboxed_allowed():
         return argv, {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
@@ -277,7 +281,7 @@ class Worker:
             *_site_dirs(self.variable),
         ]  # fmt: skip
         try:
-            command, env = _sandboxed(self.variable, scratch, argv)
+            command, env = _sandboxed(self.variable, scratch, argv, _fixture_folders(self.path))
         except sandbox.SandboxRefusedError:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
@@ -639,10 +643,19 @@ def _copy_submission(path: Path, folder: Path) -> None:
             (folder / name).write_text(source, encoding="utf-8")
 
 
+def _fixture_folders(path: Path) -> tuple[str, ...]:
+    """A trusted fixture's folder and its siblings' (known_bad's stranger-shaped candidates
+    read the faithful stranger they copy, `../faithful`): seen where they lie."""
+    if not trusted():
+        return ()
+    return (str(path.resolve().parent.parent),)
+
+
 def _sources(path: Path, scratch: Path | None) -> dict[str, list[str]]:
     """The submission's plain modules as {name: [path, source]}: the path its copy has
-    in the worker's scratch folder (where a candidate reading its own file finds it)."""
-    copies = scratch / "submission" if scratch is not None else path.parent
+    in the worker's scratch folder (where a candidate reading its own file finds it; a
+    trusted fixture keeps its own path, beside the folders it reads)."""
+    copies = scratch / "submission" if scratch is not None and not trusted() else path.parent
     files = {
         Path(name).stem: [str(copies / name), source]
         for name, source in _submission_files(path).items()
