@@ -141,6 +141,7 @@ def written_once_per_slot(
 
 
 # The kit allows either answer to a repeat: a rejection before any write, or a defined write.
+@pytest.mark.rejection  # a refusal passes it: it earns beside the work only
 @pytest.mark.clause("P20.7")
 @pytest.mark.parametrize("row", [[2, 2, 4], [4, 3, 4]], ids=["adjacent repeat", "repeat apart"])
 def test_a_position_repeated_within_a_row_is_rejected_or_written_once(row):

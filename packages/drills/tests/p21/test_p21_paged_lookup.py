@@ -167,6 +167,7 @@ def masked_gather(
 
 
 # The kit allows either answer to an invalid entry that is read: a rejection, or a mask.
+@pytest.mark.rejection  # a refusal passes it: it earns beside the work only
 @pytest.mark.clause("P21.6")
 @pytest.mark.parametrize(
     "entry", [-1, -2, 4, 7], ids=["unallocated -1", "below 0", "past the pool", "far past"]
