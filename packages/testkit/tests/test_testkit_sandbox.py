@@ -147,6 +147,17 @@ def _outer_uid(worker: judge.Worker, inner: int) -> int:
     return int(line.split()[1])
 
 
+def _nox_beside(roots: list[str]) -> list[str]:
+    """The checkout's `.nox`, or where torch is installed under it (nox's shared
+    `.nox/_torch`, bound as an import root) every other entry of it (the venvs)."""
+    nox = CHECKOUT / ".nox"
+    inside = [Path(root) for root in roots if Path(root).is_relative_to(nox)]
+    if not inside:
+        return [str(nox)]
+    kept = {nox / root.relative_to(nox).parts[0] for root in inside}
+    return [str(entry) for entry in sorted(nox.iterdir()) if entry not in kept]
+
+
 @NEEDS_THE_SANDBOX
 def test_a_worker_is_nobody_without_capabilities_and_sees_only_what_it_needs(
     tmp_path: Path, listener: socket.socket, monkeypatch: pytest.MonkeyPatch
@@ -160,7 +171,7 @@ def test_a_worker_is_nobody_without_capabilities_and_sees_only_what_it_needs(
     roots = judge._site_dirs("DRILL_P19_MODULE")
     forbidden = [
         str(CHECKOUT / "README.md"), str(CHECKOUT / "packages"), str(CHECKOUT / ".git"),
-        str(CHECKOUT / ".nox"), str(REFERENCE), str(grade_folder), str(copy),
+        *_nox_beside(roots), str(REFERENCE), str(grade_folder), str(copy),
         str(Path(sandbox.__file__).resolve()), str(Path.home() / ".cache"), str(tmp_path),
     ]  # fmt: skip
     writes = [*roots, str(Path(roots[0]).parent), "/tmp/..", "/"]
