@@ -645,7 +645,8 @@ def _copy_submission(path: Path, folder: Path) -> None:
 
 def _fixture_folders(path: Path) -> tuple[str, ...]:
     """A trusted fixture's folder and its siblings' (known_bad's stranger-shaped candidates
-    read the faithful stranger they copy, `../faithful`): seen where they lie."""
+    read the faithful stranger they copy, in the faithful folder beside theirs): seen where
+    they lie."""
     if not trusted():
         return ()
     return (str(path.resolve().parent.parent),)
