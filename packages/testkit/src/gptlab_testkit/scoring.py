@@ -92,9 +92,4 @@ def advisory_outcome(result: TestResult) -> str:
     return rest.split(" ", 1)[0] if is_advisory(result) and rest != result.reason else ""
 
 
-def earned(results: Sequence[TestResult]) -> int:
-    """Contract tests that earn a point (passed, after the policy)."""
-    return sum(r.kind == "contract" and r.outcome == "passed" for r in scored(results))
-
-
-__all__ = ["ADVISORY", "BEYOND", "HELD", "advisory_outcome", "earned", "is_advisory", "scored"]
+__all__ = ["ADVISORY", "BEYOND", "HELD", "advisory_outcome", "is_advisory", "scored"]
