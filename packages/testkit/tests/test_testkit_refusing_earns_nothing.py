@@ -177,6 +177,16 @@ def test_a_pass_rests_on_a_worker_fact_only_where_a_clause_promises_it() -> None
     assert advisory.facts_consulted() == ()
 
 
+def test_a_signature_the_source_did_not_settle_decides_whatever_the_clause() -> None:
+    from gptlab_testkit import advisory
+
+    advisory.begin_test()
+    advisory.consulted("signature")  # the judge asked the worker: the source did not settle it
+    assert advisory.outcome_rested_on(True, "", ("P14.1",)) == "signature"
+    assert advisory.outcome_rested_on(False, "assert 0.5 == 0.25", ("P14.1",)) == ""
+    advisory.begin_test()
+
+
 def test_the_advisory_clauses_exist_and_the_readme_lists_each() -> None:
     from gptlab_testkit.advisory import ADVISORY_CLAUSES
     from gptlab_testkit.clauses import readme_clauses

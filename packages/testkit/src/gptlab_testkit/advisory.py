@@ -47,9 +47,15 @@ def outcome_rested_on(passed: bool, failure: str, clauses: tuple[str, ...]) -> s
         return ""
     if not passed:
         return ", ".join(facts) if WORKER_REPORTED in failure else ""
-    if clauses and not any(clause in ADVISORY_CLAUSES for clause in clauses):
+    decisive = any(fact in DECISIVE_FACTS for fact in facts)
+    if clauses and not decisive and not any(clause in ADVISORY_CLAUSES for clause in clauses):
         return ""
     return ", ".join(facts)
+
+
+# Facts a pass rests on whatever clauses the test names: a signature the submitted source
+# did not settle (`signatures`) is what a signature clause's test checks, in every suite.
+DECISIVE_FACTS = frozenset({"signature"})
 
 
 # The numbered clauses whose only evidence in a judged run is the worker's word: what it

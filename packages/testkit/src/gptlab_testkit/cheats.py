@@ -183,6 +183,7 @@ QUICK = (
     "cheat_p19_exec_reference.py", "cheat_p19_skips_what_it_fails.py", "cheat_p19_drops_tests.py",
     "cheat_p19_links_reference.py", "cheat_p19_stops_its_judge.py",
     "cheat_p19_forges_report.py", "cheat_p19_finds_another_copy.py", "cheat_p19_plants_a_pth.py",
+    "cheat_p14_forges_its_signature.py",
 )  # fmt: skip
 # Per test: generous, so a loaded CI machine cannot make a twin earn less than its cheat.
 TIMEOUT = "120"

@@ -47,7 +47,18 @@ from typing import Any
 
 import torch
 
-from . import lending, reaper, remote_autograd, sandbox, shipping, wire, worker_facts
+from . import (
+    advisory,
+    lending,
+    raised_at,
+    reaper,
+    remote_autograd,
+    sandbox,
+    shipping,
+    signatures,
+    wire,
+    worker_facts,
+)
 from .defaults import JUDGE_VARIABLE as JUDGE_VARIABLE  # re-exported: callers' name
 
 TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
@@ -64,7 +75,7 @@ TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 JUDGED_DRILLS = (
     "P01", "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
     "P14", "P15", "P16", "P17", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
-    "P27", "P28", "PT06", "PT08", "PT17", "PT28",
+    "P27", "P28", "PT06", "PT08", "PT17", "PT28", "T01", "T02", "T03",
 )  # fmt: skip
 # Every mechanism, the models among them: their objects are handles (a class of the
 # candidate's module is a type of the judge's, `RemoteClass`, so dataclass configs and
@@ -82,7 +93,7 @@ REFUSED = (
     "gptlab_testkit", "gptlab_drills", "gptlab_practice", "pytest", "_pytest", "pluggy",
     "hypothesis", "_hypothesis_pytestplugin", "xdist", "pytest_timeout", "tinygpt", "modern_lm",
     "cache_aware_lm", "kv_cache", "prefix_cache", "chunked_prefill", "speculative", "paged_kv",
-    "scheduler", "stdlib_pair", "tiny_gpt", "speculative_decoding", "conftest",
+    "scheduler", "stdlib_pair", "tiny_gpt", "speculative_decoding", "conftest", "gptlab_kernels",
 )  # fmt: skip
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 # The variables whose workers keep the host's network: P28's ranks join a Gloo group whose
@@ -185,6 +196,8 @@ def _distributions(variable: str) -> frozenset[str]:
     from .candidates import MECHANISM_VARIABLES, VARIABLES
 
     names = {"torch", "numpy"}
+    if variable in VARIABLES:  # a Triton kernel's worker imports triton too
+        names |= set(VARIABLES[variable].worker_distributions)
     if variable not in MECHANISM_VARIABLES:
         return frozenset(names)
     for package in (VARIABLES[variable].package, *siblings(variable)):
@@ -219,10 +232,18 @@ def _sandboxed(
     if why is None:
         seen = (*_seen(variable), *fixtures)
         view = sandbox.View(seen, str(scratch), variable in LOOPBACK_VARIABLES)
-        return sandbox.command(view, argv), sandbox.environment()
+        return sandbox.command(view, argv), {**sandbox.environment(), **_worker_env(variable)}
     if sandbox.unsandboxed_allowed():
-        return argv, {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+        return argv, {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", **_worker_env(variable)}
     raise sandbox.SandboxRefusedError(why)
+
+
+def _worker_env(variable: str) -> dict[str, str]:
+    """What this variable's worker alone has in its environment (TRITON_INTERPRET=1 for a
+    Triton kernel: the candidate's kernel runs under the interpreter there, not here)."""
+    from .candidates import VARIABLES
+
+    return dict(VARIABLES[variable].worker_environment) if variable in VARIABLES else {}
 
 
 def _limits(memory_mib: int) -> Any:
@@ -249,6 +270,7 @@ class Worker:
         self.timeout_s, self.memory_mib = timeout_s, memory_mib
         self.process: subprocess.Popen[bytes] | None = None
         self.names: list[str] = []
+        self.file_names: set[str] = set()  # the submission's files (their frames are shown)
         self.file = str(path)
         self.user = sandbox.worker_user()  # who owns what it may write (its FIFOs)
         self.scratch: Path | None = None  # its folder: its own, or its zygote's
@@ -308,6 +330,7 @@ class Worker:
         reply = self.request({"op": "load", "main": _plain_name(self.path), "files": files,
                               "seeds": _seed_stand_ins(self.variable, files)}, [])  # fmt: skip
         copies = {path: _host_path(self.path, path) for path, _ in files.values()}
+        self.file_names = {Path(path).name for path, _ in files.values()}
         self.names = list(reply["names"])
         self.file = copies.get(str(reply.get("file")), str(self.path))  # the judge's own path
 
@@ -429,9 +452,10 @@ class Worker:
             error_type = SAFE_ERRORS.get(str(name))
             if message.get("op") == "load":
                 raise ImportError(f"{name}: {text}")
-            if error_type is None:
-                raise RemoteError(f"{name}: {text}")
-            raise error_type(text)
+            error = error_type(text) if error_type else RemoteError(f"{name}: {text}")
+            where = raised_at.frames_from(reply.get("where"), self.path.parent, self.file_names)
+            raised_at.attach(error, where)  # shown beside the failure, never in its message
+            raise error
         return reply
 
     def _entered(self, call: Any) -> None:
@@ -788,8 +812,17 @@ def _test_gradients(worker: Worker, blobs: list[bytes]) -> list[Any]:
 
 
 def _signature(worker: Worker, handle: int | None, name: str) -> Any:
+    """The candidate's signature of `name`: read from the submitted source where it settles
+    it (`signatures`), else the worker's word on it, noted as advisory."""
     import inspect
 
+    if handle is None:
+        with contextlib.suppress(ImportError):
+            files = _submission_files(worker.path)
+            read = signatures.from_source(files, worker.path.stem, name)
+            if read is not None:
+                return read
+    advisory.consulted("signature")
     reply = worker.request({"op": "signature", "handle": handle, "name": name}, [])
     rows = reply["value"]
     if not isinstance(rows, list) or len(rows) > 256:
@@ -896,6 +929,8 @@ def _mirror_one(original: Any, value: Any) -> None:
         if moved or value.shape != original.shape or value.dtype != original.dtype:
             with writing():  # so is the judge's: its data pointer changes too
                 original.set_(value.to(original.device).clone())  # type: ignore[call-overload]
+        elif wire.copy_allocation(original, value):
+            pass  # a guarded buffer: its whole allocation, guard regions included, came back
         elif not torch.equal(value.to(original.device), original.detach()):
             with writing():
                 original.copy_(value)

@@ -216,7 +216,11 @@ def assert_binds(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Non
     try:
         inspect.signature(function).bind(*args, **kwargs)
     except TypeError as error:
-        raise AssertionError(f"{function.__name__} does not take this call: {error}") from error
+        # where the judge could not read the signature in the source, it is the worker's word
+        worker_said = "signature" in advisory.facts_consulted()
+        said = f" {advisory.WORKER_REPORTED}" if worker_said else ""
+        message = f"{function.__name__} does not take this call: {error}{said}"
+        raise AssertionError(message) from error
 
 
 __all__ += ["assert_binds"]
