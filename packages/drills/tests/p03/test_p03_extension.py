@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gptlab_testkit import WRONG_KIND, assert_rejects, candidate
+from gptlab_testkit import WRONG_KIND, assert_rejects, candidate, shares_storage
 from gptlab_testkit.oracles import inputs_untouched, seeded
 
 drill = candidate("DRILL_P03_MODULE")
@@ -19,7 +19,7 @@ def test_split_is_a_view_of_a_contiguous_input():
 
     got = drill.split_heads(x, 4)
 
-    assert got.data_ptr() == x.data_ptr(), "split_heads copied a contiguous x"
+    assert shares_storage(got, x), "split_heads copied a contiguous x"
     assert got.stride() == (3 * 8, 2, 8, 1), f"strides {got.stride()}"
 
 

@@ -15,6 +15,7 @@ from gptlab_testkit import (
     assert_close,
     assert_rejects,
     candidate,
+    shares_storage,
     test_device,
 )
 from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
@@ -224,8 +225,8 @@ def test_out_is_a_new_tensor_even_when_every_token_is_dropped():
     out, load = drill.top_k_moe(x, logits, experts(2), 1, 0)
     for name, source in ("x", x), ("router_logits", logits):
         for returned, result in ("out", out), ("load", load):
-            same = result.untyped_storage().data_ptr() == source.untyped_storage().data_ptr()
-            assert not same, f"{returned} shares storage with {name}"
+            # judged, the storages are the worker's, as it reported them (an advisory clause)
+            assert not shares_storage(result, source), f"{returned} shares storage with {name}"
 
 
 # ---- rejection: before any expert runs, nothing written ----

@@ -51,6 +51,12 @@ mapped, in mutmut's stats file, to every contract test of the drill, and its mut
 again against all of them (a drill's suite takes seconds). A package's unreached function
 stays "no tests": a survivor like any other.
 
+Code that runs while the target is imported (a config built at module level, a test
+module's constant) ran before mutmut switched any mutant on: its survivors never ran.
+Each survivor of a function that runs during collection (`import_time`) is judged again
+in a fresh interpreter with the mutant on from the first import; killed there, it is
+killed, so no such mutant is accepted for want of being reached.
+
 Stamps (CI): a target that passes writes `<accepted file stem>.stamp` beside its accepted
 file, a digest of its mutated modules, its tests and its accepted file; `--changed` runs
 only the targets whose digest differs, so an unchanged tree costs nothing.
@@ -340,6 +346,24 @@ def read_mutants(target: Target, work: Path) -> list[Mutant]:
     return found
 
 
+def _judge_import_time(target: Target, work: Path, mutants: list[Mutant]) -> list[Mutant]:
+    """Survivors in code that runs while the target is imported, judged again in a fresh
+    interpreter (`import_time`): mutmut's per-test switch never reached them."""
+    from . import import_time
+
+    args = ["-m", "contract", "-p", "no:cacheprovider"]
+    survivors = [(m.name, m.module, m.function) for m in mutants if m.survived]
+    if not survivors:
+        return mutants
+    at_import = import_time.run_at_import(work, target.tests, _environment(), args)
+
+    def judge(name: str) -> bool:
+        return import_time.judge_afresh(work, target.tests, _environment(), args, name)
+
+    killed = import_time.rejudge(survivors, at_import, judge)
+    return [dataclasses.replace(m, status="killed") if m.name in killed else m for m in mutants]
+
+
 def changed_lines(diff: str) -> str:
     """The '-' and '+' lines of a unified diff, without its file headers."""
     lines = diff.splitlines()
@@ -479,7 +503,7 @@ def run_target(target: Target, jobs: int, keep: Path | None = None) -> Verdict:
         work = Path(scratch)
         prepare(target, work)
         mutate(target, work, jobs)
-        mutants = read_mutants(target, work)
+        mutants = _judge_import_time(target, work, read_mutants(target, work))
         if keep is not None:
             shutil.copytree(work, keep / target.name, dirs_exist_ok=True)
     verdict = account(target.name, mutants, entries)
