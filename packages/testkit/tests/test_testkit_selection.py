@@ -21,8 +21,9 @@ from gptlab_testkit.candidates import (
     static_variables_of,
 )
 from gptlab_testkit.grade import ladder_packages, selection
+from gptlab_testkit.gradescope import gradescope_payload
 from gptlab_testkit.reporting import NOT_RERUN, scorecard_lines
-from gptlab_testkit.results import TestResult, gradescope_payload
+from gptlab_testkit.results import TestResult
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 

@@ -14,11 +14,14 @@ directory (the repository root), in a process group of its own, without the
 caller's *_MODULE variables, with --timeout, --memory-limit, --workers, --full and
 the pytest args applied. A folder where no module maps is a row saying so.
 --submission-timeout (default 1800 s, 0: none) stops a submission's whole grading;
-a candidate that hangs or dies while imported is a FAIL row saying so.
+a candidate that hangs, dies or fails while imported is a "not graded" row saying why.
 
 Written into OUT (default ./grade-results):
-  class.md    the class table: per submission its verdict, per package passed/failed
-              tests, the owners its failures were routed to, a one-line note
+  class.md    the class table: per submission its verdict, points (contract tests
+              passed of those graded), wall seconds, per package passed/failed tests,
+              the owners its failures were routed to, a one-line note (a submission
+              that could not be imported: "not graded", 0 of its expected tests, and
+              the cause in one line)
   class.csv   the same table, one column per number
   class.json  everything: settings, and per submission its modules, returncode,
               wall seconds and every test record (the table is computed from it)
@@ -56,6 +59,7 @@ from .candidates import VARIABLES, folder_assignments
 from .checkout_guard import CheckoutGuard
 from .grading import UsageError, grade_run, number, parse_assignments, selection
 from .grading import parse_options as grade_options
+from .gradescope import contract_points
 from .results import TestResult, records_payload, results_from
 from .suites import RUNTIME_PACKAGES, SuiteRun, side_by_side, warm_up
 
@@ -101,7 +105,15 @@ class Submission:
         return Counter(test.outcome for test in self.tests if test.package == package)
 
     def owners_hit(self) -> Counter[str]:
+        """Owners its failures were routed to (none for a submission that was not graded:
+        its tests never ran, so nothing was routed)."""
+        if self.status == "not graded":
+            return Counter()
         return Counter(test.owner for test in self.tests if test.outcome == "failed")
+
+    def points(self) -> tuple[int, int] | None:
+        """(passed, graded) contract tests, as Gradescope counts them; None with no tests."""
+        return contract_points(self.tests) if self.tests else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,14 +185,27 @@ def shard_of(items: Sequence[Path], index: int, count: int) -> list[Path]:
 _CANDIDATE_ERROR_MARKERS = ("candidate error:", "CandidateError:")
 
 
-def _note_from_log(log: str, returncode: int) -> str:
-    """The candidate error grade printed, else its last line, for a run with no tests."""
-    lines = [line.strip(" !") for line in log.splitlines() if line.strip(" !")]
-    for line in lines:
+def _candidate_error_in_log(log: str) -> str:
+    """The candidate error a run printed (its plugin's line), "" when none."""
+    for line in (line.strip(" !") for line in log.splitlines()):
         for marker in _CANDIDATE_ERROR_MARKERS:
             if marker in line:
-                return "candidate error: " + line.split(marker, 1)[1].strip()
+                return line.split(marker, 1)[1].strip()
+    return ""
+
+
+def _note_from_log(log: str, returncode: int) -> str:
+    """The last line grade printed, for a run with no tests and no known cause."""
+    lines = [line.strip(" !") for line in log.splitlines() if line.strip(" !")]
     return f"no test ran (exit {returncode})" + (f": {lines[-1]}" if lines else "")
+
+
+def _shown(cause: str, modules: dict[str, str]) -> str:
+    """A cause with the submission's own folder left out of its file paths (one line)."""
+    folders = {str(Path(spec).parent) + "/" for spec in modules.values() if spec.endswith(".py")}
+    for folder in sorted(folders, key=len, reverse=True):
+        cause = cause.replace(folder, "")
+    return cause.splitlines()[0] if cause else cause
 
 
 def submission_from(
@@ -192,9 +217,13 @@ def submission_from(
         return Submission(name, "broken", None, modules, run.results, note, run.seconds)
     if run.forfeit:  # every test failed, the note says why (a dead judge, a forged report)
         return Submission(name, "graded", 1, modules, run.results, run.problem, run.seconds)
-    if run.problem and not run.results and run.returncode != PYTEST_INTERNAL_ERROR:
-        note = f"candidate error: {run.problem}"
-        return Submission(name, "graded", run.returncode, modules, note=note, seconds=run.seconds)
+    cause = run.problem or ("" if run.results else _candidate_error_in_log(run.output))
+    if run.not_graded or (cause and not run.results and run.returncode != PYTEST_INTERNAL_ERROR):
+        # A candidate that could not be imported: its expected tests, each not run.
+        note = _shown(cause, modules)
+        return Submission(
+            name, "not graded", run.returncode, modules, run.results, note, run.seconds
+        )
     if run.returncode == PYTEST_INTERNAL_ERROR or (run.problem and run.returncode not in (0, 1)):
         last = next((line for line in reversed(run.output.splitlines()) if line.strip()), "")
         note = f"grading process broke (exit {run.returncode}): {run.problem or last.strip()}"
@@ -300,24 +329,35 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _points_cell(submission: Submission) -> str:
+    points = submission.points()
+    return "-" if points is None else f"{points[0]}/{points[1]}"
+
+
+def _seconds_cell(submission: Submission) -> str:
+    return f"{submission.seconds:.0f}" if submission.seconds else "-"
+
+
 def markdown_table(submissions: Sequence[Submission]) -> str:
     packages = table_packages(submissions)
     verdicts = Counter(submission.verdict for submission in submissions)
     summary = ", ".join(f"{n} {verdict}" for verdict, n in sorted(verdicts.items()))
+    columns = ["submission", "verdict", "points", "seconds", "candidates", *packages]
     lines = [
         "# Class results",
         "",
         f"{len(submissions)} submissions: {summary or 'none'}.",
-        "Package cells are passed/failed tests (**bold** when any failed); owners are"
-        " the routing keys of the failures, with their counts.",
+        "Points are contract tests passed of those graded (Gradescope's count); seconds its"
+        " grading's wall time. Package cells are passed/failed tests (**bold** when any"
+        " failed; a submission not graded counts each expected test as failed, not run);"
+        " owners are the routing keys of the failures, with their counts.",
         "",
-        "| "
-        + " | ".join(["submission", "verdict", "candidates", *packages, "owners hit", "note"])
-        + " |",
-        "|" + "---|" * (len(packages) + 5),
+        "| " + " | ".join([*columns, "owners hit", "note"]) + " |",
+        "|" + "---|" * (len(columns) + 2),
     ]
     for submission in submissions:
         cells = [_md(submission.name), submission.verdict]
+        cells += [_points_cell(submission), _seconds_cell(submission)]
         cells.append(", ".join(submission.candidates()) or "-")
         for package in packages:
             c = submission.counts(package)
@@ -329,19 +369,24 @@ def markdown_table(submissions: Sequence[Submission]) -> str:
 
 
 def csv_table(submissions: Sequence[Submission]) -> str:
+    """One row per submission; a package none of its tests ran in has empty cells (not 0)."""
     packages = table_packages(submissions)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    header = ["submission", "verdict", "returncode", "candidates"]
+    header = ["submission", "verdict", "returncode", "points", "max points", "seconds"]
+    header += ["candidates"]
     header += [f"{package} {outcome}" for package in packages for outcome in ("passed", "failed")]
     writer.writerow([*header, "owners hit", "note"])
     for submission in submissions:
         row: list[object] = [submission.name, submission.verdict]
         row += ["" if submission.returncode is None else submission.returncode]
+        points = submission.points()
+        row += ["", ""] if points is None else list(points)
+        row += [round(submission.seconds, 2) if submission.seconds else ""]
         row += [" ".join(submission.candidates())]
         for package in packages:
             c = submission.counts(package)
-            row += [c["passed"], c["failed"]]
+            row += [c["passed"], c["failed"]] if c else ["", ""]
         owners = " ".join(f"{owner}:{n}" for owner, n in sorted(submission.owners_hit().items()))
         writer.writerow([*row, owners, submission.note])
     return out.getvalue()

@@ -44,6 +44,10 @@ Options (before any `--`):
                         the per-test limit + 10 s, at most 1800 s); past it the run's
                         process tree is ended and what it did not report fails
 
+A candidate that cannot be imported is not graded: grade ends on one line naming the cause
+(a hint for it just above), counts 0 of the tests it would have run in --json and
+--gradescope, and exits 4. grade leaves nothing in the folder it is run from.
+
 A submission is read without following links: a symbolic link anywhere in a folder (or a
 linked file) is refused in one line before anything is graded. A run earns nothing when
 its judging process (or its keeper) dies by a signal or is stopped, or when its report
@@ -57,11 +61,15 @@ A whole class: `--submissions DIR [--shard I/N] [--out OUT] [--jobs N]` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import reaper, sandbox
+from .cannot_grade import hint_for
 from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
 from .expected import verdict_lines
 from .grading import (
@@ -76,7 +84,8 @@ from .grading import (
     swapped_variables,
 )
 from .reporting import graded_modules, module_lines
-from .results import write_gradescope, write_report
+from .gradescope import write_gradescope
+from .results import write_report
 from .suites import SuiteRun, grading_args, warm_up
 
 # Re-exported: callers and tests name them from here (grading.py holds them).
@@ -98,10 +107,34 @@ __all__ = [
 USAGE = __doc__ or ""
 
 
+# Hypothesis keeps a cache of the constants it reads from modules in `.hypothesis/` under
+# the working directory unless told otherwise; grade is run from anywhere, so its own
+# (and its runs') cache lives in a folder of its own, removed when grade ends.
+HYPOTHESIS_HOME_VARIABLE = "HYPOTHESIS_STORAGE_DIRECTORY"
+
+
+@contextlib.contextmanager
+def _hypothesis_home_outside_cwd() -> Iterator[None]:
+    if os.environ.get(HYPOTHESIS_HOME_VARIABLE):  # the caller chose a place: theirs
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="gptlab-hypothesis-") as home:
+        os.environ[HYPOTHESIS_HOME_VARIABLE] = home
+        try:
+            yield
+        finally:
+            os.environ.pop(HYPOTHESIS_HOME_VARIABLE, None)
+
+
 def main(argv: list[str]) -> int:
     if "-h" in argv or "--help" in argv:
         print(USAGE)
         return 0
+    with _hypothesis_home_outside_cwd():  # nothing is left in the caller's folder
+        return _grade(argv)
+
+
+def _grade(argv: list[str]) -> int:
     reaper.guard_grading_process()  # orphans of a run come here, and are ended
     own, pytest_args = (
         (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
@@ -144,16 +177,35 @@ def main(argv: list[str]) -> int:
         write_outputs(options, SuiteRun(4, [], "", refused))
         return 4
     run = grade_run(paths, assignments, options, pytest_args, ladder).wait()
+    run.not_rerun = not_rerun(run, ladder)
+    if no_verdict(run):
+        write_outputs(options, run)
+        for line in not_graded_lines(run):  # the last line a learner reads: the cause
+            print(line, file=sys.stderr, flush=True)
+        return 4
     if run.problem:
         kind = "" if run.forfeit else "candidate error: "
         print(f"grade: {kind}{run.problem}", file=sys.stderr)
-    run.not_rerun = not_rerun(run, ladder)
     if swapped_variables(assignments) and run.results:
         print("\n".join(verdict_lines(run.results, run.not_rerun)), flush=True)
         if run.forfeit:
             print(run.problem, flush=True)
     write_outputs(options, run)
     return 4 if run.problem and not run.results else run.returncode
+
+
+def no_verdict(run: SuiteRun) -> bool:
+    """Not graded: a candidate could not be imported, or the submission was refused."""
+    return run.not_graded or bool(run.problem and not run.results and not run.forfeit)
+
+
+def not_graded_lines(run: SuiteRun) -> list[str]:
+    """A run with no verdict: the hint for its cause, then (last) the cause itself."""
+    expected = sum(result.outcome != "skipped" for result in run.results)
+    cause = run.problem or f"the run reported no test (exit {run.returncode}; see above)"
+    counted = f" (0 of {expected} expected tests ran)" if run.not_graded else ""
+    hint = [f"grade: hint: {hint_for(cause)}"] if run.problem else []
+    return [*hint, f"grade: not graded{counted}: {cause}"]
 
 
 def not_rerun(run: SuiteRun, ladder: list[str]) -> tuple[str, ...]:
@@ -173,6 +225,7 @@ def write_outputs(options: argparse.Namespace, run: SuiteRun) -> None:
             returncode=run.returncode,
             not_rerun=list(run.not_rerun),
             problem=run.problem,
+            not_graded=no_verdict(run),
         )
     if options.gradescope:
         write_gradescope(
@@ -183,8 +236,15 @@ def write_outputs(options: argparse.Namespace, run: SuiteRun) -> None:
             run.problem,
             points=options.gradescope_points,
             visibility=options.gradescope_visibility,
+            seconds=run.seconds,
+            not_graded=no_verdict(run),
         )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    # grade's last line is its verdict (or the cause of none): end here, so that nothing
+    # the interpreter's teardown prints (an extension module's leak report) follows it.
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -26,7 +26,8 @@ from .expected import (
     skipped_by_run,
     verdicts,
 )
-from .results import TestResult, gradescope_keys, package_of, parse_visibility
+from .gradescope import gradescope_keys, parse_visibility
+from .results import TestResult, package_of
 from .suggest import did_you_mean
 from .suites import ForkedRun, SuiteRun, drill_suite_paths, grading_args, suite_paths
 
@@ -271,13 +272,20 @@ def grade_run(
 ) -> JudgedRun:
     """One grading run, forked from this warm process (see ForkedRun)."""
     junit = [f"--junitxml={options.junitxml.resolve()}"] if options.junitxml else []
+    # A candidate's grade prints its own verdict after the run (`expected.verdict_lines`):
+    # the run's scorecard would print the same table again, so only a class log keeps it.
+    # Each failure is one routed line with where it raised (`--tb=short` for tracebacks);
+    # a learner's screen names three per owner, a class log every one.
+    scorecard = log is not None or not swapped_variables(assignments)
+    shown = 0 if log is not None else 3
     args = [
         "-m",
         "contract",
         "-q",
-        "--tb=line",
+        "--tb=no",
         "-rN",
-        "--gptlab-scorecard",
+        f"--gptlab-failures-shown={shown}",
+        *(["--gptlab-scorecard"] if scorecard else []),
         f"--gptlab-not-rerun={','.join(ladder)}",
         *grading_args(options.timeout, options.memory_limit, options.workers),
         *junit,
@@ -345,7 +353,12 @@ class JudgedRun:
             result.returncode = 1  # a failing verdict (not a broken grading process)
             return result
         if not result.results and result.returncode != 0:
-            return result  # no verdict at all (a candidate error): no credit either way
+            # No verdict at all (a candidate error): no credit, and every listed test
+            # counts as not run, so the tables read 0 of the expected tests.
+            why = result.problem or f"the run reported no test (exit {result.returncode})"
+            result.results = forfeited(self.expected, f"not graded: {why}")
+            result.not_graded = True
+            return result
         skipped = skipped_by_run(self.expected, result.results)
         environment = reference_skips(skipped, self.run.paths) if skipped else {}
         result.results = verdicts(self.expected, result.results, environment)
