@@ -25,14 +25,24 @@ import contextlib
 import itertools
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from . import shipping, wire
 
-if TYPE_CHECKING:
-    from .judge import Worker
+
+class Lender(Protocol):
+    """What answering a callback needs of the judge's side of a worker (`judge.Worker`):
+    the objects it lent, decoding what the worker sent, and references for what goes back."""
+
+    owned: set[int]
+
+    def lent_object(self, data: dict[str, Any]) -> Any: ...
+
+    def decode(self, data: Any, blobs: list[bytes], *, returned: bool = True) -> Any: ...
+
+    def reference_of(self, value: Any) -> dict[str, Any]: ...
 
 MAX_ITEMS = 100_000  # what one iteration over a lent object may send back
 MAX_LENT = 8192  # objects a worker holds references to; the least recently used go first
@@ -128,7 +138,7 @@ def check_lendable(value: Any) -> None:
         raise TypeError(f"{getattr(value, '__name__', value)!r} is out of the candidate's reach")
 
 
-def answer(worker: Worker, message: dict[str, Any], blobs: list[bytes]) -> tuple[Any, list[bytes]]:
+def answer(worker: Lender, message: dict[str, Any], blobs: list[bytes]) -> tuple[Any, list[bytes]]:
     """The reply to one callback request: `{"cb": 1, "value": ..., "after": [...]}`, or
     `{"cb": 1, "raised": [type, text]}` when the judge's code raised."""
     out: list[bytes] = []
