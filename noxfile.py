@@ -49,11 +49,13 @@ PACKAGE_VARIABLES = {
     "speculative": "SPECULATIVE_DECODING_MODULE",
     "paged_kv": "PAGED_KV_MODULE",
     "scheduler": "SCHEDULER_MODULE",
+    "moe_lm": "MOE_LM_MODULE",
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
-# grading; the trained pair; practice; the repair-lane drills
-EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills")
-SLICE_PACKAGES = RUNTIME_PACKAGES[2:]  # the inference-state slice after the base models
+# grading; the trained pair; practice; the repair-lane drills; the shared argument checks
+EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills", "arg_checks")
+# the inference-state slice after the base models (M05's moe_lm is a model build, not in it)
+SLICE_PACKAGES = tuple(name for name in RUNTIME_PACKAGES[2:] if name != "moe_lm")
 
 
 # The newest torch these machines install (a CUDA build, run on the CPU), with the oldest
@@ -320,6 +322,16 @@ def drills(session: nox.Session) -> None:
     session.run("pytest", str(PACKAGES_DIR / "drills" / "tests"), *contract, *session.posargs)
 
 
+@nox.session
+def kernels(session: nox.Session) -> None:
+    """The Triton lane's suites (T01-T03) under Triton's interpreter where there is no CUDA
+    (installs triton: a ~285 MB wheel, once per venv); DRILL_T01_MODULE=x.py: its contract."""
+    install_packages(session, "kernels")
+    swapped = any(k.startswith("DRILL_T") and v.strip() for k, v in os.environ.items())
+    contract = ["-m", "contract"] if swapped else []
+    session.run("pytest", str(PACKAGES_DIR / "kernels" / "tests"), *contract, *session.posargs)
+
+
 @nox.session(default=False)
 def grade(session: nox.Session) -> None:
     """Main job: grade the slice (references by default). `-- kv_cache attempt.py` swaps one;
@@ -342,19 +354,27 @@ KNOWN_BAD_FLOOR = os.environ.get("GPTLAB_KNOWN_BAD_FLOOR", "enforce")
 
 @nox.session
 def known_bad(session: nox.Session) -> None:
-    """Prove the ladder: known-bad candidates are caught and routed; faithful ones pass."""
-    install_packages(session, *RUNTIME_PACKAGES, "drills")
-    drills = PACKAGES_DIR / "drills"
+    """Prove the ladder: known-bad candidates are caught and routed; faithful ones pass.
+
+    Grades only the targets (a package, a drill) whose stamp in `<known-bad folder>/stamps/`
+    is stale or missing, and stamps those that hold; `-- --all` proves every target again,
+    `-- -k p20` one target, stamped or not."""
+    install_packages(session, *RUNTIME_PACKAGES, "drills", "kernels")
+    drills, kernels = PACKAGES_DIR / "drills", PACKAGES_DIR / "kernels"
     session.run(
         "python", "-m", "gptlab_testkit.known_bad",
-        "integration_tests/known_bad", str(drills / "known_bad"),
+        "integration_tests/known_bad", str(drills / "known_bad"), str(kernels / "known_bad"),
         "--faithful", "integration_tests/faithful", "--faithful", str(drills / "faithful"),
+        "--faithful", str(kernels / "faithful"),
         "--per-drill", f"--floor={KNOWN_BAD_FLOOR}",
         # One mutant per graded clause of every drill and of M02, each proved by the tests'
         # own checks (an oracle or a documented error), a semantic clause's by two.
         "--clause-mutants", str(drills / "clause_mutants"),
         "--clause-readme", str(drills / "README.md"),
+        "--clause-mutants", str(kernels / "clause_mutants"),
+        "--clause-readme", str(kernels / "README.md"),
         "--clause-readme", str(PACKAGES_DIR / "modern_lm" / "README.md"),
+        "--clause-readme", str(PACKAGES_DIR / "moe_lm" / "README.md"),
         *session.posargs,
     )  # fmt: skip
 
@@ -392,13 +412,15 @@ def newest_torch(session: nox.Session) -> None:
 
 @nox.session
 def interop(session: nox.Session) -> None:
-    """Equality with Hugging Face transformers (GPT-2 and Llama) on small random configs."""
-    install_packages(session, "tinygpt", "modern_lm", "cache_aware_lm", extras="test,hf")
+    """Equality with Hugging Face transformers (GPT-2, Llama and Mixtral), small random configs."""
+    install_packages(session, "tinygpt", "modern_lm", "cache_aware_lm", "moe_lm", extras="test,hf")
     session.run(
         "pytest",
         str(PACKAGES_DIR / "tinygpt" / "tests" / "test_tinygpt_hf_interop.py"),
         str(PACKAGES_DIR / "modern_lm" / "tests" / "test_modern_lm_llama.py"),
         str(PACKAGES_DIR / "cache_aware_lm" / "tests" / "test_cache_aware_lm_llama_interop.py"),
+        str(PACKAGES_DIR / "moe_lm" / "tests" / "test_moe_lm_mixtral.py"),
+        str(PACKAGES_DIR / "moe_lm" / "tests" / "test_moe_lm_extension.py"),
         *session.posargs,
     )
 
@@ -417,6 +439,13 @@ def compiled(session: nox.Session) -> None:
         # The inductor cache in a known place: a second run compiles warm.
         env={"GPTLAB_COMPILED_TESTS": "1", "TORCHINDUCTOR_CACHE_DIR": str(INDUCTOR_CACHE)},
     )
+
+
+@nox.session(name="arg_checks")
+def arg_checks_suite(session: nox.Session) -> None:
+    """The shared argument checks' own tests, in a venv holding only that package."""
+    install_packages(session, "arg_checks")
+    session.run("pytest", str(PACKAGES_DIR / "arg_checks" / "tests"), *session.posargs)
 
 
 PAIR_WEIGHTS = PACKAGES_DIR / "stdlib_pair" / "src" / "stdlib_pair" / "weights"
@@ -484,10 +513,14 @@ def mutation(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check over the whole tree."""
-    _install(session, "ruff>=0.6")
+    """ruff check and ruff format --check over the whole tree; import-linter's contracts
+    (pyproject.toml: no import circle in the testkit or the drills)."""
+    _install(session, "ruff>=0.6", "import-linter>=2.1")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    # grimp reads the sources where the path finds them: no install of the packages needed
+    sources = os.pathsep.join(str(PACKAGES_DIR / name / "src") for name in ("testkit", "drills"))
+    session.run("lint-imports", env={"PYTHONPATH": sources})
 
 
 @nox.session

@@ -11,131 +11,34 @@ import ast
 import importlib
 import os
 import sys
-from dataclasses import dataclass
 from functools import cache
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from .attempts import ATTEMPT_SUFFIX, load_attempt_file
-from .cannot_grade import import_cause
-
-
-@dataclass(frozen=True)
-class Variable:
-    """One swappable implementation: its variable, reference module and graded names."""
-
-    name: str
-    package: str
-    default_module: str
-    required_names: tuple[str, ...]
-    # File stems an attempt folder may use for it (the seed's lab name first).
-    file_stems: tuple[str, ...] = ()
-    # Its contract suite, relative to the repository root (default packages/<package>/tests).
-    tests: str = ""
-    # Modules its suite needs that a warm grading process imports before forking, only
-    # when this variable is graded (torch._dynamo for the compile drill: ~1 s).
-    preload: tuple[str, ...] = ()
-
-    @property
-    def stems(self) -> tuple[str, ...]:
-        return self.file_stems or (self.package,)
-
-    @property
-    def suite(self) -> Path:
-        return Path(self.tests or f"packages/{self.package}/tests")
-
-    @property
-    def is_drill(self) -> bool:
-        return self.name.startswith(DRILL_PREFIX)
-
-
-VARIABLES: dict[str, Variable] = {
-    variable.name: variable
-    for variable in (
-        Variable(
-            "TINY_GPT_MODULE",
-            "tinygpt",
-            "tinygpt",
-            ("GPTConfig", "CausalLMOutput", "TinyGPT"),
-            ("tiny_gpt", "tinygpt"),
-        ),
-        Variable(
-            "MODERN_LM_MODULE",
-            "modern_lm",
-            "modern_lm",
-            ("ModernLMConfig", "ModernLM"),
-            ("modern_lm", "m02"),
-        ),
-        Variable(
-            "CACHE_AWARE_LM_MODULE",
-            "cache_aware_lm",
-            "cache_aware_lm",
-            ("make_test_model", "make_eos_test_model"),
-        ),
-        Variable("KV_CACHE_MODULE", "kv_cache", "kv_cache", ("append_kv_cache", "KVCache")),
-        Variable(
-            "PREFIX_CACHE_MODULE",
-            "prefix_cache",
-            "prefix_cache",
-            ("PrefixCacheNamespace", "PrefixMatch", "PrefixCache", "PrefixCachedRunner"),
-        ),
-        Variable(
-            "CHUNKED_PREFILL_MODULE", "chunked_prefill", "chunked_prefill", ("chunked_prefill",)
-        ),
-        Variable(
-            "SPECULATIVE_DECODING_MODULE",
-            "speculative",
-            "speculative",
-            ("speculative_generate",),
-            ("speculative_decoding", "speculative"),
-        ),
-        Variable("PAGED_KV_MODULE", "paged_kv", "paged_kv", ("PagedNamespace", "PagedKVCache")),
-        Variable("SCHEDULER_MODULE", "scheduler", "scheduler", ("Engine",)),
-    )
-}
-
-DRILL_PREFIX = "DRILL_"
-
-
-DRILL_CATALOGUE_GROUP = "gptlab.drills"  # the entry point gptlab-drills publishes
-
-
-@cache
-def drill_catalogue() -> dict[str, Any]:
-    """{id: drill} from an installed gptlab-drills, found by its entry point (no import of it
-    here: the drills' own tests depend on this package, not the other way round)."""
-    for entry in entry_points(group=DRILL_CATALOGUE_GROUP):
-        return dict(entry.load())
-    return {}
-
-
-def _drill_variables() -> list[Variable]:
-    """One variable per repair-lane drill (DRILL_P19_MODULE), when gptlab-drills is installed.
-
-    Its catalogue is the one record of a drill's graded names, file stems and suite
-    (packages/drills/tests/<id>); its scorecard row is the lower-case id.
-    """
-    return [
-        Variable(
-            drill.variable,
-            drill.key,
-            drill.module,
-            drill.graded,
-            drill.stems,
-            tests=drill.suite,
-            preload=drill.preload,
-        )
-        for drill in drill_catalogue().values()
-    ]
-
-
-VARIABLES.update((variable.name, variable) for variable in _drill_variables())
-
-VARIABLE_BY_PACKAGE: dict[str, Variable] = {v.package: v for v in VARIABLES.values()}
-# The mechanisms' variables: the ladder `grade` runs when no candidate is given.
-MECHANISM_VARIABLES = tuple(name for name, v in VARIABLES.items() if not v.is_drill)
+from .cannot_grade import import_cause, record_cause
+from .variables import (  # re-exported: the table's callers know it by this module
+    DRILL_CATALOGUE_GROUP as DRILL_CATALOGUE_GROUP,
+)
+from .variables import (
+    DRILL_PREFIX as DRILL_PREFIX,
+)
+from .variables import (
+    MECHANISM_VARIABLES as MECHANISM_VARIABLES,
+)
+from .variables import (
+    VARIABLE_BY_PACKAGE as VARIABLE_BY_PACKAGE,
+)
+from .variables import (
+    VARIABLES as VARIABLES,
+)
+from .variables import (
+    Variable as Variable,
+)
+from .variables import (
+    drill_catalogue as drill_catalogue,
+)
 
 
 def folder_assignments(folder: Path) -> dict[str, Path]:
@@ -365,4 +268,5 @@ def candidate(variable: str) -> ModuleType:
         return load_candidate(variable)
     except CandidateError as error:
         collection_errors.append(str(error))
+        record_cause(str(error))  # the grading run's "cannot be graded" line (cannot_grade)
         raise

@@ -85,6 +85,7 @@ JUDGED_MECHANISMS = (
     "TINY_GPT_MODULE", "MODERN_LM_MODULE", "CACHE_AWARE_LM_MODULE",
     "KV_CACHE_MODULE", "PREFIX_CACHE_MODULE", "CHUNKED_PREFILL_MODULE",
     "SPECULATIVE_DECODING_MODULE", "PAGED_KV_MODULE", "SCHEDULER_MODULE",
+    "MOE_LM_MODULE",  # M05: a block and an LM, handles like the models above
 )  # fmt: skip
 JUDGED: frozenset[str] = frozenset(
     {*(f"DRILL_{key}_MODULE" for key in JUDGED_DRILLS), *JUDGED_MECHANISMS}
@@ -93,7 +94,8 @@ REFUSED = (
     "gptlab_testkit", "gptlab_drills", "gptlab_practice", "pytest", "_pytest", "pluggy",
     "hypothesis", "_hypothesis_pytestplugin", "xdist", "pytest_timeout", "tinygpt", "modern_lm",
     "cache_aware_lm", "kv_cache", "prefix_cache", "chunked_prefill", "speculative", "paged_kv",
-    "scheduler", "stdlib_pair", "tiny_gpt", "speculative_decoding", "conftest", "gptlab_kernels",
+    "scheduler", "stdlib_pair", "tiny_gpt", "speculative_decoding", "conftest",
+    "moe_lm", "gptlab_kernels",
 )  # fmt: skip
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 # The variables whose workers keep the host's network: P28's ranks join a Gloo group whose
@@ -138,7 +140,7 @@ def siblings(variable: str) -> frozenset[str]:
     never the reference itself, the testkit or the drills."""
     from importlib import metadata
 
-    from .candidates import MECHANISM_VARIABLES, VARIABLES
+    from .variables import MECHANISM_VARIABLES, VARIABLES
 
     if variable not in MECHANISM_VARIABLES:
         return frozenset()
@@ -193,7 +195,7 @@ def _distributions(variable: str) -> frozenset[str]:
     require (the scheduler's tqdm)."""
     from importlib import metadata
 
-    from .candidates import MECHANISM_VARIABLES, VARIABLES
+    from .variables import MECHANISM_VARIABLES, VARIABLES
 
     names = {"torch", "numpy"}
     if variable in VARIABLES:  # a Triton kernel's worker imports triton too
@@ -241,7 +243,7 @@ def _sandboxed(
 def _worker_env(variable: str) -> dict[str, str]:
     """What this variable's worker alone has in its environment (TRITON_INTERPRET=1 for a
     Triton kernel: the candidate's kernel runs under the interpreter there, not here)."""
-    from .candidates import VARIABLES
+    from .variables import VARIABLES
 
     return dict(VARIABLES[variable].worker_environment) if variable in VARIABLES else {}
 
@@ -452,10 +454,10 @@ class Worker:
             error_type = SAFE_ERRORS.get(str(name))
             if message.get("op") == "load":
                 raise ImportError(f"{name}: {text}")
-            error = error_type(text) if error_type else RemoteError(f"{name}: {text}")
+            raised = error_type(text) if error_type else RemoteError(f"{name}: {text}")
             where = raised_at.frames_from(reply.get("where"), self.path.parent, self.file_names)
-            raised_at.attach(error, where)  # shown beside the failure, never in its message
-            raise error
+            raised_at.attach(raised, where)  # shown beside the failure, never in its message
+            raise raised
         return reply
 
     def _entered(self, call: Any) -> None:
@@ -1261,7 +1263,8 @@ def _starts_alike(variable: str, spec: str) -> tuple[Any, ...]:
     its import roots and the submission's folder it may read (a seed-style folder's modules
     that share their siblings start alike)."""
     folder = str(Path(os.path.abspath(spec)).parent)
-    return _refused(variable), tuple(_site_dirs(variable)), folder, variable in LOOPBACK_VARIABLES
+    alike = _refused(variable), tuple(_site_dirs(variable)), folder, variable in LOOPBACK_VARIABLES
+    return (*alike, _distributions(variable), tuple(sorted(_worker_env(variable).items())))
 
 
 def spawn_early(judged: list[tuple[str, str]]) -> None:
