@@ -53,7 +53,7 @@ PACKAGE_VARIABLES = {
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
 # grading; the trained pair; practice; the repair-lane drills; the shared argument checks
-EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills", "arg_checks")
+EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills", "arg_checks", "kernels")
 # the inference-state slice after the base models (M05's moe_lm is a model build, not in it)
 SLICE_PACKAGES = tuple(name for name in RUNTIME_PACKAGES[2:] if name != "moe_lm")
 
@@ -335,8 +335,8 @@ def kernels(session: nox.Session) -> None:
 @nox.session(default=False)
 def grade(session: nox.Session) -> None:
     """Main job: grade the slice (references by default). `-- kv_cache attempt.py` swaps one;
-    `-- p19 my_p19.py` grades a drill."""
-    install_packages(session, *RUNTIME_PACKAGES, "drills")
+    `-- p19 my_p19.py` grades a drill, `-- t01 my_axpy.py` a Triton kernel."""
+    install_packages(session, *RUNTIME_PACKAGES, "drills", "kernels")
     session.run("python", "-m", "gptlab_testkit.grade", *session.posargs)
 
 
@@ -506,7 +506,7 @@ def mutation(session: nox.Session) -> None:
     """mutmut on references against their contract tests, every survivor accounted for:
     `-- p13` one drill, no argument every drill, modern_lm and the six; `-- --changed`
     only targets whose stamp is stale (what CI runs)."""
-    install_packages(session, *RUNTIME_PACKAGES, "drills")
+    install_packages(session, *RUNTIME_PACKAGES, "drills", "kernels")
     _install(session, MUTMUT_REQUIREMENT)
     session.run("python", "-m", "gptlab_testkit.mutation", *session.posargs)
 

@@ -29,10 +29,13 @@ IMPORT_NAMES = {
     "speculative": "speculative",
     "paged_kv": "paged_kv",
     "scheduler": "scheduler",
+    "moe_lm": "moe_lm",
     "stdlib_pair": "stdlib_pair",
     "gptlab_testkit": "testkit",
     "gptlab_practice": "practice",
     "gptlab_drills": "drills",
+    "arg_checks": "arg_checks",
+    "gptlab_kernels": "kernels",
 }
 PACKAGE_DIRS = sorted(p.name for p in PACKAGES.iterdir() if (p / "pyproject.toml").is_file())
 

@@ -10,7 +10,7 @@ the ladder grades this one on the whole suite.
 from __future__ import annotations
 
 import kv_cache
-from kv_cache.checks import check_tensor
+from arg_checks import check_tensor
 from kv_cache.slots import write_slots
 
 VARIABLE = "KV_CACHE_MODULE"

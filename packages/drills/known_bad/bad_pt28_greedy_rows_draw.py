@@ -10,11 +10,11 @@ pt28 = mutated_module(
     "gptlab_drills.pt28",
     [
         ("        if temperature == 0:\n            continue\n", ""),
+        ("for row, t in enumerate(temps) if t != 0}", "for row, t in enumerate(temps)}"),
         (
             "logits[row : row + 1].float() / temperature",
             "logits[row : row + 1].float() / max(temperature, 1e-5)",
         ),
     ],
-    within="sample_batch",
 )
 globals().update(export_with("gptlab_drills.pt28", pt28))

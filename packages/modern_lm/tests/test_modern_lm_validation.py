@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gptlab_testkit.boundary import BAD_VALUE, assert_rejected_unchanged
+
 pytestmark = [pytest.mark.extension, pytest.mark.owner("modern_decoder")]
 
 
@@ -37,6 +39,20 @@ def test_malformed_inputs_are_rejected_naming_the_argument(m02, model, case, nam
     bad_ids, bad_positions = case(ids, m02.positions([0, 0], 5))
     with pytest.raises(ValueError, match=name):
         model(bad_ids, positions=bad_positions)
+
+
+@pytest.mark.clause("M02.39")
+@pytest.mark.parametrize("name", ["input_ids", "positions", "labels"])
+def test_meta_ids_positions_or_labels_are_rejected_naming_them_and_change_nothing(m02, name):
+    """A meta tensor has a shape but no values: refused before any work, not at `.item()`."""
+    model = m02.model(m02.config()).train()  # training mode: dropout would draw, if reached
+    ids = good_ids(m02)
+    arguments = {"input_ids": ids, "positions": m02.positions([0, 0], 5), "labels": ids}
+    arguments[name] = arguments[name].to("meta")
+    rng = torch.get_rng_state()
+
+    assert_rejected_unchanged(model, lambda: model(**arguments), BAD_VALUE, name)
+    assert torch.equal(torch.get_rng_state(), rng), "a rejected forward drew random numbers"
 
 
 def test_more_tokens_than_the_context_are_rejected(m02):

@@ -31,6 +31,7 @@ CANDIDATES = {
     "paged_kv": "good_paged_kv_tuple_chain.py",
     "scheduler": "good_scheduler_flat_slots.py",
     "modern_lm": "good_modern_lm_fused_gate_up.py",
+    "moe_lm": "good_moe_lm_argmax_onehot.py",
 }
 # {mechanism: {stage that builds it: the graded methods it adds}}; before that stage each
 # raises NotImplementedError.
@@ -55,6 +56,7 @@ LATER = {
         2: ["PagedKVCache.block_table", "PagedKVCache.slot_mapping", "PagedKVCache.model_inputs"]
     },
     "scheduler": {3: ["Engine._preempt"]},
+    "moe_lm": {2: ["MoECausalLM.__init__"]},  # the LM around the block is stage 2's
 }
 # paged_kv: the allocator (stage 1) keeps its tables to itself and raises RuntimeError when
 # no block is left; reading the tables (block_table, slot_mapping, model_inputs) is stage 2;

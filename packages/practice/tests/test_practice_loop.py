@@ -141,6 +141,10 @@ def test_a_drill_miss_with_its_probes_answered(
     missed = practise("check", "--note", "thought zero-filled padding was harmless")
     assert missed.code == 1, missed.out
     assert "first wrong decision recorded: p19" in missed.out
+    # the first clause its own tests broke, in the README's words (the padding is attended);
+    # the signature and shape tests that fail on these values break no clause of their own
+    assert "first wrong decision recorded: p19, first broken clause P19.4 (semantics)" in missed.out
+    assert "  clauses broken: P19.4, P19.5, P19.6\n" in missed.out
     assert "re-solves scheduled: P19 2026-12-01 (same day)" in missed.out
 
     clock.advance(minutes=15)

@@ -90,11 +90,14 @@ def test_table_rows_count_per_package_and_name_the_owners_hit() -> None:
     ]
     markdown = classroom.markdown_table(rows).splitlines()
     header = next(line for line in markdown if line.startswith("| submission"))
-    assert header.split(" | ")[3:5] == ["tinygpt", "kv_cache"]  # the slice's order
+    assert header.split(" | ")[1:7] == [
+        "verdict", "points", "seconds", "candidates", "tinygpt", "kv_cache"  # the slice's order
+    ]  # fmt: skip
     bob = next(line for line in markdown if line.startswith("| bob "))
     cells = [cell.strip() for cell in bob.strip("|").split("|")]
-    assert cells[:5] == ["bob", "FAIL", "kv_cache", "2/0", "**3/3**"]
-    assert cells[5] == "fixed_capacity_storage (1), storage_lifecycle (2)"
+    # points: contract tests passed of those graded (2 tinygpt + 3 kv_cache of 8)
+    assert cells[:7] == ["bob", "FAIL", "5/8", "2", "kv_cache", "2/0", "**3/3**"]
+    assert cells[7] == "fixed_capacity_storage (1), storage_lifecycle (2)"
     carol = next(line for line in markdown if line.startswith("| carol "))
     assert "not graded" in carol and "no module named like the seed's files" in carol
     assert "3 submissions: 1 FAIL, 1 not graded, 1 pass." in markdown
@@ -104,7 +107,10 @@ def test_table_rows_count_per_package_and_name_the_owners_hit() -> None:
     assert table[1]["kv_cache passed"] == "3" and table[1]["kv_cache failed"] == "3"
     assert table[1]["owners hit"] == "fixed_capacity_storage:1 storage_lifecycle:2"
     assert table[1]["candidates"] == "kv_cache" and table[0]["candidates"] == ""
-    assert table[2]["verdict"] == "not graded" and table[2]["kv_cache passed"] == "0"
+    assert (table[1]["points"], table[1]["max points"], table[1]["seconds"]) == ("5", "8", "2.5")
+    # Nothing ran for carol: empty cells, never 0/0 (which would read "nothing failed").
+    assert table[2]["verdict"] == "not graded" and table[2]["kv_cache passed"] == ""
+    assert table[2]["points"] == table[2]["seconds"] == ""
 
 
 def test_markdown_cells_escape_the_column_separator() -> None:
@@ -282,21 +288,21 @@ CANDIDATE_ERROR_LOG = (
     [
         (
             SuiteRun(4, [], CANDIDATE_ERROR_LOG),
-            "graded",
+            "not graded",
             4,
-            "candidate error: KV_CACHE_MODULE=a.py: module 'a' does not define 'KVCache'",
+            "KV_CACHE_MODULE=a.py: module 'a' does not define 'KVCache'",
         ),
         (
             SuiteRun(-11, [], "collecting ...\n", "the process importing KV=a.py died (exit -11)"),
-            "graded",
+            "not graded",
             -11,
-            "candidate error: the process importing KV=a.py died (exit -11)",
+            "the process importing KV=a.py died (exit -11)",
         ),
         (
             SuiteRun(-9, [], "", "importing KV=a.py did not finish within 120 s"),
-            "graded",
+            "not graded",
             -9,
-            "candidate error: importing KV=a.py did not finish within 120 s",
+            "importing KV=a.py did not finish within 120 s",
         ),
         (
             SuiteRun(3, [], "INTERNALERROR> boom\n"),
@@ -311,7 +317,8 @@ def test_a_run_without_tests_says_why(
 ) -> None:
     row = classroom.submission_from("attempt", run, {KV: "a.py"}, None)
     assert (row.status, row.returncode, row.note) == (status, returncode, note)
-    assert row.verdict == ("FAIL" if status == "graded" else "broken")
+    assert row.verdict == status  # never "graded": no test of it ran
+    assert not row.owners_hit()
 
 
 ENVIRONMENT = """
@@ -428,6 +435,9 @@ def test_a_class_is_graded_one_forked_run_per_submission(
     (root / "off_by_one").mkdir(parents=True)
     (root / "off_by_one" / "kv_cache.py").write_text(OFF_BY_ONE)
     (root / "empty").mkdir()
+    # A submission that does not import: not graded, its cause in one line, 0 of 2 tests.
+    (root / "no_import").mkdir()
+    (root / "no_import" / "kv_cache.py").write_text("from kv_cache_helpers import slot\n")
     monkeypatch.chdir(repository)
 
     code = run("--submissions", str(root), "--workers", "1", "--timeout", "60")
@@ -436,12 +446,23 @@ def test_a_class_is_graded_one_forked_run_per_submission(
     out = repository / "grade-results"
     with (out / "class.csv").open() as lines:
         table = {row["submission"]: row for row in csv.DictReader(lines)}
-    assert list(table) == ["empty", "off_by_one"]
+    assert list(table) == ["empty", "no_import", "off_by_one"]
     assert table["off_by_one"]["verdict"] == "FAIL"
     assert table["off_by_one"]["owners hit"] == "fixed_capacity_storage:1"
     assert table["off_by_one"]["kv_cache passed"] == "1"
     assert table["empty"]["verdict"] == "not graded"
+    broken = table["no_import"]
+    assert broken["verdict"] == "not graded" and broken["owners hit"] == ""
+    assert (broken["points"], broken["max points"]) == ("0", "2")  # 0 of the expected tests
+    assert broken["kv_cache passed"] == "0" and broken["kv_cache failed"] == "2"
+    assert broken["note"] == (
+        "KV_CACHE_MODULE=kv_cache.py: module could not be imported: missing module "
+        "'kv_cache_helpers': no kv_cache_helpers.py beside the attempt and nothing installed "
+        "by that name"
+    )
     payload = json.loads((out / "class.json").read_text())
+    statuses = {row["name"]: row["status"] for row in payload["submissions"]}
+    assert statuses == {"empty": "not graded", "no_import": "not graded", "off_by_one": "graded"}
     wrong = next(row for row in payload["submissions"] if row["name"] == "off_by_one")
     assert wrong["modules"][KV] == str((root / "off_by_one" / "kv_cache.py").resolve())
     reasons = [test["reason"] for test in wrong["tests"] if test["outcome"] == "failed"]

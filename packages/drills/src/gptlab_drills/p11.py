@@ -4,7 +4,8 @@ Shapes: logits [B, V] float; returns token ids [B] long on logits' device.
 Order of operations (each optional step skipped when off): divide by temperature (fp32),
 top-k (P09's threshold rule), top-p on the tempered, top-k-filtered distribution (P10),
 softmax, then exactly one `torch.multinomial(probs, 1, generator=generator)` for the batch.
-Temperature 0 is greedy: argmax of the logits, no draw, the generator untouched.
+Temperature 0 is greedy: argmax of the logits, no draw, the generator untouched; a positive
+temperature that is 0 in fp32 (1e-50) is refused, not divided by.
 Every argument and every row is checked before anything is drawn, so a rejected call
 leaves the generator's state exactly as it was.
 """
@@ -45,6 +46,11 @@ def sample_next_token(
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
+def _in_fp32(value: float) -> float:
+    """`value` rounded to fp32, as the division by the temperature sees it."""
+    return float(torch.tensor(value, dtype=torch.float32))
+
+
 def _check(
     logits: Tensor,
     temperature: float,
@@ -62,6 +68,9 @@ def _check(
         raise TypeError(f"temperature must be a float, got {type(temperature).__name__}")
     if not (math.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be finite and >= 0, got {temperature}")
+    if temperature > 0 and _in_fp32(temperature) == 0:
+        # The tempered logits are divided in fp32, where this temperature is 0: x / 0.
+        raise ValueError(f"temperature {temperature} is positive but 0 in fp32: use 0 (greedy)")
     if top_k is not None:
         if isinstance(top_k, bool) or not isinstance(top_k, int):
             raise TypeError(f"top_k must be an int or None, got {type(top_k).__name__}")

@@ -5,7 +5,8 @@ Every request owns a torch.Generator, made once from its own seed
 request's sampling history. A batch step draws each sampled row with that row's own
 generator and nothing else: reordering the batch, or adding and removing other requests,
 cannot change what a request draws. Greedy rows (temperature 0) take the argmax and leave
-their generator alone.
+their generator alone. Every row is checked, its tempered distribution included, before
+any generator draws: a rejected call leaves every generator as it was.
 
 Shapes: logits [B, V] float; request_ids B distinct hashable ids; generators a mapping
 id -> Generator holding every id (extra entries are left alone); temperatures B floats
@@ -32,14 +33,27 @@ def sample_batch(
     """Row b: argmax if temperatures[b] == 0, else one draw with generators[request_ids[b]]."""
     ids, temps = _check(logits, request_ids, generators, temperatures)
     tokens = logits.argmax(dim=-1)  # greedy rows keep these
+    # Every sampled row's distribution first, each checked, and only then any draw: a row
+    # that cannot be sampled must not leave an earlier row's generator advanced.
+    tempered = {row: _tempered(logits, row, t) for row, t in enumerate(temps) if t != 0}
     for row, (request, temperature) in enumerate(zip(ids, temps, strict=True)):
         if temperature == 0:
             continue
         # One row at a time: the draw reads only this request's logits and generator, the
         # same call an isolated batch of one would make.
-        probs = torch.softmax(logits[row : row + 1].float() / temperature, dim=-1)
-        tokens[row] = torch.multinomial(probs, 1, generator=generators[request])[0, 0]
+        tokens[row] = torch.multinomial(tempered[row], 1, generator=generators[request])[0, 0]
     return tokens
+
+
+def _tempered(logits: Tensor, row: int, temperature: float) -> Tensor:
+    """softmax(logits[row] / temperature) in fp32, [1, V]; ValueError where it overflows."""
+    probs = torch.softmax(logits[row : row + 1].float() / temperature, dim=-1)
+    if not bool(torch.isfinite(probs).all()):  # a logit / temperature beyond fp32's range
+        raise ValueError(
+            f"temperatures[{row}] = {temperature} is too small for logits row {row}: "
+            "logits / temperature overflows fp32"
+        )
+    return probs
 
 
 def _check(
@@ -73,6 +87,9 @@ def _check(
             raise ValueError(f"temperatures[{row}] must be a finite number, got {temperature!r}")
         if temperature < 0:
             raise ValueError(f"temperatures[{row}] must be >= 0, got {temperature}")
+        if temperature > 0 and float(torch.tensor(temperature, dtype=torch.float32)) == 0:
+            # The row's logits are divided in fp32, where this temperature is 0: x / 0.
+            raise ValueError(f"temperatures[{row}] = {temperature} is positive but 0 in fp32")
     if not isinstance(generators, Mapping):
         raise TypeError(f"generators must map request id -> Generator, got {type(generators)}")
     owners: dict[int, Hashable] = {}

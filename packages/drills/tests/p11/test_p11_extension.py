@@ -197,3 +197,12 @@ def test_a_tiny_positive_temperature_draws_each_rows_maximum(dtype):
 def test_a_bad_filter_is_rejected_also_at_temperature_zero(argument, value):
     options = {"temperature": 0.0, argument: value}
     rejects_before_drawing(argument, seeded(3, 6, seed=56), values=(value,), **options)
+
+
+@pytest.mark.clause("P11.22", "P11.21")
+@pytest.mark.parametrize("temperature", [1e-50, 1e-46, 5e-324], ids=repr)
+def test_a_positive_temperature_that_is_zero_in_fp32_is_rejected(temperature):
+    # fp32's smallest positive value is about 1.4e-45: these divide the logits by 0.
+    rejects_before_drawing(
+        "temperature", seeded(3, 6, seed=57), values=(temperature,), temperature=temperature
+    )

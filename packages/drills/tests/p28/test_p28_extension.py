@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
@@ -55,6 +57,22 @@ def malformed(rank, case):
     return "returned"
 
 
+def disagreeing(rank, case):
+    """run_collectives where the ranks' x differ; (error type, message, x unchanged)."""
+    shape, dtype = {
+        "dtype": ((4, 3), torch.float32 if rank == 0 else torch.int64),
+        "shape": ((4, 3) if rank == 0 else (6, 3), torch.float32),
+        "trailing dims": ((4, 3) if rank == 0 else (4, 3, 1), torch.float32),
+    }[case]
+    x = shard(rank, shape, dtype)
+    before = tensor_state(x)
+    try:
+        drill.run_collectives(x)
+    except Exception as error:
+        return type(error).__name__, str(error), tensor_state(x) == before
+    return "returned"
+
+
 # ---- helpers in the test process ----
 
 
@@ -93,3 +111,33 @@ def test_rows_not_divisible_by_the_world_size_are_rejected_before_any_collective
 def test_an_x_that_is_not_a_tensor_with_rows_is_rejected_before_any_collective(ranks, case):
     outcomes = ranks.outcomes("malformed", [(case,)] * WORLD)
     assert_rejected_everywhere(outcomes, ("TypeError", "ValueError"), "x")
+
+
+@pytest.mark.clause("P28.17")
+@pytest.mark.parametrize(
+    ("case", "mismatch"),
+    [
+        ("dtype", ("rank 0 passed float32 [4, 3]", "rank 1 passed int64 [4, 3]")),
+        ("shape", ("rank 0 passed float32 [4, 3]", "rank 1 passed float32 [6, 3]")),
+        ("trailing dims", ("rank 0 passed float32 [4, 3]", "rank 1 passed float32 [4, 3, 1]")),
+    ],
+)
+def test_ranks_whose_x_differ_all_refuse_it_before_the_three_collectives(ranks, case, mismatch):
+    start = time.monotonic()
+    outcomes = ranks.outcomes("disagreeing", [(case,)] * WORLD)
+
+    assert time.monotonic() - start < 5, f"took {time.monotonic() - start:.1f} s"
+    assert not ranks.breaks(outcomes), ranks.breaks(outcomes)  # the same calls on every rank
+    for rank, outcome in enumerate(outcomes):
+        assert outcome.kind == "done", f"rank {rank}: {outcome.kind} {outcome.detail}"
+        assert outcome.detail != "returned", f"rank {rank} accepted x that the ranks disagree on"
+        kind, message, kept = outcome.detail
+        assert kind == "ValueError", f"rank {rank}: {kind}: {message}"
+        assert names_argument(message, "x"), f"rank {rank}: does not name x: {message!r}"
+        assert all(part in message for part in mismatch), f"rank {rank}: {message!r}"
+        assert kept, f"rank {rank}: the rejected call wrote x"
+        entered = [call.name for call in outcome.calls]
+        assert not {"all_reduce", "reduce_scatter_tensor"} & set(entered), (
+            f"rank {rank} entered {entered} before refusing x{outcome.reported}"
+        )
+    assert not ranks.breaks(ranks.outcomes("collectives", [((4, 3), torch.float32)] * WORLD))

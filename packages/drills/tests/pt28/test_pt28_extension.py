@@ -146,3 +146,21 @@ def test_minus_inf_logits_rule_tokens_out_but_are_allowed():
 def test_an_empty_vocabulary_is_rejected():
     logits = torch.empty(3, 0)
     rejects_before_drawing("logits", ["a", "b", "c"], fresh_generators(), [1.0] * 3, logits)
+
+
+@pytest.mark.clause("PT28.15")
+@pytest.mark.parametrize("tiny", [1e-50, 5e-324], ids=repr)
+def test_a_positive_temperature_that_is_zero_in_fp32_in_a_later_row_is_rejected(tiny):
+    # Rows a and b would draw first: their generators must not have moved.
+    rejects_before_drawing(
+        "temperatures", ["a", "b", "c"], fresh_generators(), [1.0, 1.0, tiny], values=(tiny,)
+    )
+
+
+@pytest.mark.clause("PT28.15")
+def test_a_temperature_that_overflows_a_later_rows_logits_is_rejected():
+    logits = torch.stack([ROWS[r] for r in "abc"])
+    assert float(logits[2].max()) > 1e-2  # / 1e-40 is beyond fp32's largest, 3.4e38
+    rejects_before_drawing(
+        "temperatures", ["a", "b", "c"], fresh_generators(), [1.0, 0.5, 1e-40], logits
+    )

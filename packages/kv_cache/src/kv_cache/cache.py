@@ -21,16 +21,14 @@ from typing import Self
 import torch
 from torch import Tensor
 
+from arg_checks import check_device, check_int, check_tensor
+
 from .checks import (
     INT64_MAX,
     LayerKV,
     PastKeyValues,
-    check_device,
     check_fits,
-    check_int,
     check_layers,
-    check_positive_int,
-    check_tensor,
     memory_span,
 )
 from .slots import write_slots
@@ -61,7 +59,7 @@ class KVCache:
             "head_dim": head_dim,
         }
         for name, value in sizes.items():
-            check_positive_int(name, value)
+            check_int(name, value, minimum=1)
         if not isinstance(dtype, torch.dtype):
             raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
         if not dtype.is_floating_point:

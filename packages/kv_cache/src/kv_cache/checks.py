@@ -1,60 +1,26 @@
 """Boundary checks shared by the slot write and the request cache.
 
 A wrong kind of object is a TypeError, a wrong value, shape, dtype or device a
-ValueError; every message names the argument. Every check here reads tensor
-*metadata* only (shape, dtype, device, data pointers): no kernel, no host sync.
-The few checks that must read values (slot ranges, positions, lengths) live beside
-the code that needs them and cost one host sync each call.
+ValueError; every message names the argument. The checks every package shares (ints,
+tensors, devices) are `arg_checks`'; those here are this cache's own. Every check
+reads tensor *metadata* only (shape, dtype, device, data pointers): no kernel, no host
+sync. The few checks that must read values (slot ranges, positions, lengths) live
+beside the code that needs them and cost one host sync each call.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
+from arg_checks import device_memory
+
 LayerKV = tuple[Tensor, Tensor]
 PastKeyValues = tuple[LayerKV, ...]
 
 INT64_MAX = 2**63 - 1
-
-
-def check_int(name: str, value: object, *, minimum: int) -> int:
-    # bool is an int subclass; True heads is a bug, not a one.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return value
-
-
-def check_positive_int(name: str, value: object) -> int:
-    return check_int(name, value, minimum=1)
-
-
-def check_tensor(
-    name: str,
-    value: object,
-    *,
-    shape: Sequence[int | None],
-    dtype: torch.dtype,
-    device: torch.device,
-) -> Tensor:
-    """`value` is a tensor of this rank, shape (None = any size), dtype and device."""
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
-    if value.dim() != len(shape) or any(
-        want is not None and got != want for got, want in zip(value.shape, shape, strict=True)
-    ):
-        wanted = ", ".join("*" if size is None else str(size) for size in shape)
-        raise ValueError(f"{name} must have shape [{wanted}], got {list(value.shape)}")
-    if value.dtype != dtype:
-        raise ValueError(f"{name} must have dtype {dtype}, got {value.dtype}")
-    if value.device != device:
-        raise ValueError(f"{name} must be on device {device}, got {value.device}")
-    return value
 
 
 def check_layers(name: str, past_key_values: object, layer_count: int) -> Sequence[LayerKV]:
@@ -108,35 +74,6 @@ def check_writable(name: str, tensor: Tensor) -> None:
         raise ValueError(f"{name} is an inference tensor: write it inside torch.inference_mode()")
     if tensor.requires_grad and tensor.is_leaf and torch.is_grad_enabled():
         raise ValueError(f"{name} is a leaf that requires grad and cannot be written in place")
-
-
-def check_device(name: str, device: object) -> torch.device:
-    """A real device of this machine (a `meta` tensor holds no data to write)."""
-    if not isinstance(device, str | torch.device):
-        raise TypeError(f"{name} must be a torch.device or str, got {type(device).__name__}")
-    try:
-        parsed = torch.device(device)
-    except RuntimeError as error:
-        raise ValueError(f"{name} {device!r} is not a device: {error}") from None
-    if parsed.type == "cpu":
-        return parsed
-    accelerator = torch.accelerator.current_accelerator(check_available=True)
-    on_accelerator = accelerator is not None and parsed.type == accelerator.type
-    if on_accelerator and (parsed.index or 0) < torch.accelerator.device_count():
-        return parsed
-    raise ValueError(f"{name} {device!r} is not available on this machine")
-
-
-def device_memory(device: torch.device) -> int | None:
-    """Total bytes of `device` (None when unknown): what no single cache can exceed."""
-    if device.type == "cpu":
-        try:
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
-            return None
-    if device.type == "cuda":
-        return int(torch.cuda.get_device_properties(device).total_memory)
-    return None
 
 
 def check_fits(sizes: dict[str, int], dtype: torch.dtype, device: torch.device) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .checks import check_tensor, check_writable, memory_span, overlaps
+from arg_checks import check_tensor
+
+from .checks import check_writable, memory_span, overlaps
 
 
 def write_slots(

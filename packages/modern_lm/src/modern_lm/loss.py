@@ -19,6 +19,8 @@ def check_labels(labels: object, shape: tuple[int, int], vocab_size: int) -> Ten
         raise ValueError(
             f"labels must be long {shape} like input_ids, got {labels.dtype} {tuple(labels.shape)}"
         )
+    if labels.is_meta:  # a shape without values: nothing to range-check or score
+        raise ValueError("labels is a meta tensor: it holds no values to check or score")
     outside = ((labels < 0) | (labels >= vocab_size)) & (labels != IGNORE_INDEX)
     if bool(outside.any()):  # cross_entropy would raise an IndexError
         raise ValueError(f"labels must lie in [0, {vocab_size}) or be {IGNORE_INDEX}")

@@ -121,6 +121,7 @@ def checked_positions(config: ModernLMConfig, input_ids: object, positions: obje
             f"input_ids must be a long [B, T] tensor with B, T >= 1, got "
             f"{input_ids.dtype} {tuple(input_ids.shape)}"
         )
+    _check_not_meta("input_ids", input_ids)
     vocab, context = config.vocab_size, config.max_position_embeddings
     if bool(((input_ids < 0) | (input_ids >= vocab)).any()):
         raise ValueError(f"input_ids must lie in [0, {vocab})")
@@ -136,9 +137,16 @@ def checked_positions(config: ModernLMConfig, input_ids: object, positions: obje
             f"positions must be long {tuple(input_ids.shape)} like input_ids, got "
             f"{positions.dtype} {tuple(positions.shape)}"
         )
+    _check_not_meta("positions", positions)
     if bool(((positions < 0) | (positions >= context)).any()):
         raise ValueError(f"positions must lie in [0, max_position_embeddings={context})")
     return positions
+
+
+def _check_not_meta(name: str, value: Tensor) -> None:
+    """A meta tensor has a shape but no values: nothing to range-check or to embed."""
+    if value.is_meta:
+        raise ValueError(f"{name} is a meta tensor: it holds no values to check or embed")
 
 
 def _init_weights(module: nn.Module) -> None:

@@ -21,18 +21,12 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from arg_checks import check_device, check_instance, check_int, check_tensor
+
 from .allocator import BlockAllocator, BlockPoolExhaustedError
 from .block_cache import BlockCache
 from .block_table import BlockTable, slots_of
-from .checks import (
-    check_device,
-    check_namespace,
-    check_non_negative_int,
-    check_positive_int,
-    check_request_id,
-    check_tensor,
-    token_list,
-)
+from .checks import check_request_id, token_list
 from .hashing import BlockHash, PagedNamespace, block_hash, chain_hashes, full_blocks
 from .pool import BlockPool, LayerKV, PastKeyValues
 from .sizes import check_pool_fits, describe
@@ -148,10 +142,10 @@ class PagedKVCache:
             "block_size": block_size,
         }
         for name, value in sizes.items():
-            check_positive_int(name, value)
+            check_int(name, value, minimum=1)
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-        where = check_device(device)
+        where = check_device("device", device)
         needed = check_pool_fits(sizes, dtype, where)  # before any memory is asked for
         try:
             self._pool = BlockPool(
@@ -254,8 +248,8 @@ class PagedKVCache:
         if request_id in self._tables:
             raise ValueError(f"request_id {request_id!r} is already admitted")
         prompt = token_list("token_ids", token_ids)
-        namespace = check_namespace(namespace)
-        start = check_non_negative_int("start_position", start_position)
+        namespace = check_instance("namespace", namespace, PagedNamespace)
+        start = check_int("start_position", start_position, minimum=0)
 
         # At least one prompt token is always left to compute (it yields the next logits).
         cap = self.block_size * ((len(prompt) - 1) // self.block_size)

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from arg_checks import check_tensor
 from cache_aware_lm import ModelGeometry
-
-from .checks import check_tensor
 
 if TYPE_CHECKING:
     from .cache import PagedKVCache

@@ -19,6 +19,8 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from arg_checks import check_str
+
 BlockHash = bytes  # a 16-byte blake2b digest
 _ROOT = b"paged_kv-root"
 
@@ -33,10 +35,8 @@ class PagedNamespace:
     def __post_init__(self) -> None:
         # Hashable and digestible (block_hash encodes both): a list would be accepted here
         # and fail at the first lookup, far from the mistake.
-        for name in ("model_id", "cache_id"):
-            value = getattr(self, name)
-            if not isinstance(value, str):
-                raise ValueError(f"{name} must be a str, got {type(value).__name__} {value!r}")
+        check_str("model_id", self.model_id, allow_empty=True)
+        check_str("cache_id", self.cache_id, allow_empty=True)
 
 
 def block_hash(

@@ -8,10 +8,11 @@ would take (a ValueError naming the sizes), instead of hanging in a loop over
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 import torch
+
+from arg_checks import device_memory
 
 
 def pool_bytes(sizes: Mapping[str, int], dtype: torch.dtype) -> int:
@@ -19,18 +20,6 @@ def pool_bytes(sizes: Mapping[str, int], dtype: torch.dtype) -> int:
     per_token = sizes["head_count"] * sizes["head_dim"] * torch.empty(0, dtype=dtype).element_size()
     tokens = sizes["num_blocks"] * sizes["block_size"]
     return 2 * sizes["layer_count"] * tokens * per_token
-
-
-def device_memory(device: torch.device) -> int | None:
-    """Total memory of ``device`` in bytes, when torch or the OS can tell (else None)."""
-    if device.type == "cuda":
-        return int(torch.cuda.get_device_properties(device).total_memory)
-    if device.type == "cpu":
-        try:
-            return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):  # not every OS names these
-            return None
-    return None
 
 
 def describe(sizes: Mapping[str, int]) -> str:

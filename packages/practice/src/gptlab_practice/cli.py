@@ -23,6 +23,7 @@ import io
 import math
 import os
 import re
+import shlex
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -130,8 +131,9 @@ def columns(rows: list[list[str]], width: int) -> list[str]:
     from rich.table import Table
 
     grid = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="", expand=False)
-    for title in rows[0]:
-        grid.add_column(title, overflow="fold")
+    for index, title in enumerate(rows[0]):  # the first column (a name) and headers never wrap
+        first = max((len(row[0]) for row in rows), default=0) if index == 0 else len(title)
+        grid.add_column(title, overflow="fold", no_wrap=index == 0, min_width=first)
     for row in rows[1:]:
         grid.add_row(*row)
     console = Console(width=width, file=io.StringIO(), color_system=None, highlight=False)
@@ -158,8 +160,21 @@ def _folder(text: str) -> Path:
 
 
 def _home(option: Path | None) -> Path:
-    value = option or (Path(os.environ[HOME_VARIABLE]) if os.environ.get(HOME_VARIABLE) else None)
-    return (value or Path.cwd() / "practice").expanduser().resolve()
+    """The practice folder; one that exists as anything but a folder is refused, naming where
+    it came from (read as a home, a file would look like an empty store)."""
+    from_environment = bool(os.environ.get(HOME_VARIABLE)) and option is None
+    value = option or (Path(os.environ[HOME_VARIABLE]) if from_environment else None)
+    home = (value or Path.cwd() / "practice").expanduser().resolve()
+    if home.exists() and not home.is_dir():
+        named = (
+            f"${HOME_VARIABLE}={os.environ[HOME_VARIABLE]}"
+            if from_environment
+            else f"--home {value}"
+            if value
+            else f"the default home ./practice ({home})"
+        )
+        raise UsageError(f"{named}: not a folder (a file is there): name a practice folder")
+    return home
 
 
 def find_root(option: Path | None, home: Path) -> Path:
@@ -255,6 +270,7 @@ class StageVerdict:
     tests_passed: int
     failed: list[TestResult]  # in collection order; the first names the owner
     reason: str  # why nothing could be graded, or the first failure's one line
+    broken: tuple[str, ...] = ()  # the clauses its failures break (`broken_clauses`)
 
     @property
     def owner(self) -> str | None:
@@ -269,6 +285,8 @@ def stage_verdicts(
     mechanism: Mechanism, run: StageRun, first: int, last: int
 ) -> list[StageVerdict]:
     """Stages first..last in order, from one run of the last one's tests; stop at a failure."""
+    from gptlab_testkit import broken_clauses
+
     from .grader import identity
 
     verdicts = []
@@ -282,7 +300,8 @@ def stage_verdicts(
             break
         reason = failed[0].reason if failed else ""
         passed = len(tests) - len(failed) - (len(held) if failed else 0)
-        verdicts.append(StageVerdict(number, not failed, passed, failed, reason))
+        broken = tuple(broken_clauses(failed, tests))
+        verdicts.append(StageVerdict(number, not failed, passed, failed, reason, broken))
         if failed:
             break
     return verdicts
@@ -550,8 +569,10 @@ class Practice:
         decided = bool(owner and attempt.first_wrong_owner is None and recorded.first_wrong_owner)
         if decided:
             noted = recorded.first_wrong_note
+            clause = self._clause_line(verdicts[-1].broken[0]) if verdicts[-1].broken else ""
             self.say(
                 f"  first wrong decision recorded: {recorded.first_wrong_owner}"
+                + (f", first broken clause {clause}" if clause else "")
                 + (
                     f' (note: "{noted}")'
                     if noted
@@ -585,6 +606,21 @@ class Practice:
             self._announce(mechanism, recorded.stage)
         return 0 if verdicts[-1].passed else 1
 
+    def _clause_line(self, clause_id: str) -> str:
+        """`P19.6 (semantics) grouped queries: ...`, from the README that states it (the
+        drills' or modern_lm's), cut to a line; the id alone where none is found."""
+        from gptlab_testkit.clauses import readme_clauses
+
+        for package in ("drills", "modern_lm"):
+            readme = (self.root or Path(".")) / "packages" / package / "README.md"
+            try:
+                clause = readme_clauses(readme).get(clause_id) if readme.is_file() else None
+            except (OSError, ValueError):
+                clause = None
+            if clause is not None:
+                return textwrap.shorten(f"{clause_id} ({clause.kind}) {clause.text}", 100)
+        return clause_id
+
     def _finished(self, mechanism: Mechanism, attempt: Attempt, unanswered: int) -> None:
         """What a finished attempt leads to: the stage to resume after a repair, a re-solve."""
         if unanswered:
@@ -616,7 +652,7 @@ class Practice:
             )
 
     def _report(self, mechanism: Mechanism, verdict_: StageVerdict, spent: float) -> None:
-        from gptlab_testkit import clause_order, drill_labels, hint_for, no_owning_drill
+        from gptlab_testkit import drill_labels, hint_for, no_owning_drill
 
         from .grader import related_drills, repair_drills, repair_target
 
@@ -636,14 +672,14 @@ class Practice:
             self.say(f"{head}: FAIL  {len(verdict_.failed)} of {total} tests failed, {clock}")
             self.say(f"  first failing owner: {verdict_.owner} ({what})")
             self.say(f"  repair target: {repair}")
-            if broken := {c for result in verdict_.failed for c in result.clauses}:
-                self.say(f"  clauses broken: {', '.join(sorted(broken, key=clause_order))}")
+            if verdict_.broken:
+                self.say(f"  clauses broken: {', '.join(verdict_.broken)}")
             shown = verdict_.failed[:FAILURES_SHOWN]
             for result in shown:
                 self.say(f"  failed: {result.nodeid.split('::')[-1]}: {result.reason}")
             if len(verdict_.failed) > len(shown):
                 more = len(verdict_.failed) - len(shown)
-                self.say(f"  ... and {more} more failed")
+                self.say(f"  ... and {more} more failed (every one: {self._every_one(mechanism)})")
             drills = repair_drills(verdict_.owner, mechanism.package)
             if drills:
                 labels = drill_labels(drills)
@@ -652,6 +688,16 @@ class Practice:
             elif related := related_drills(verdict_.owner):
                 where = f"{mechanism.package} stage {stage.number}"
                 self.say(f"  {no_owning_drill(where, related)}")
+
+    def _every_one(self, mechanism: Mechanism) -> str:
+        """The grade that lists every failed test of the attempt's suite (judged, as a
+        teacher's grade is), each with its reason and where it raised in the attempt."""
+        from .grader import attempt_filename
+
+        target = mechanism.package.lower() if mechanism.drill else mechanism.suite
+        path = self.home / attempt_filename(mechanism)
+        command = ["python", "-m", "gptlab_testkit.grade", target, str(path)]
+        return f"`{shlex.join([*command, '--', '--gptlab-failures-shown=0'])}`"
 
     def _hint(self, reason: str, hint_for: Callable[[str], str]) -> str:
         """The grader's hint, unless the missing module is one of this project's packages:
@@ -733,9 +779,20 @@ class Practice:
         miss = self.store.attempt(review.miss_attempt_id)
         late = " (overdue)" if review.due_day < today else ""
         return (
-            f"{review.due_day}{late}  {review.item}: re-solve {when_due(review.step)}, from an"
-            f" empty file (`start {review.item}`); miss: {miss.mechanism} attempt {miss.number},"
+            f"{review.due_day}{late}  {review.item}: re-solve {when_due(review.step)},"
+            f" {self._how_to_begin(review.item)}; miss: {miss.mechanism} attempt {miss.number},"
             f" {miss.first_wrong_owner or '?'}"
+        )
+
+    def _how_to_begin(self, item: str) -> str:
+        """How a re-solve of `item` begins: `start` from an empty file, unless an attempt is
+        in progress there (`start` refuses it): then go on with it, or archive it."""
+        active = self.store.active(item)
+        if not active:
+            return f"from an empty file (`start {item}`)"
+        return (
+            f"once attempt {active[-1].number}, in progress, is finished (`check {item}` or"
+            f" `watch {item}`) or archived (`start {item} --new`, from an empty file)"
         )
 
     def _next_resolve(self, item: str) -> str:
@@ -773,10 +830,15 @@ class Practice:
         """One row per item, at most STATUS_WIDTH columns; why each practised item is not
         learned yet, repairs and unfinished checks on lines of their own below."""
         now = self.clock()
-        rows = [["item", "attempt", "stage", "in stage", "first wrong", "next re-solve", "learned"]]
+        header = ["item", "attempt", "stage", "in stage", "first wrong decision"]
+        rows = [[*header, "next re-solve", "learned"]]
         below: list[str] = []
+        untried: list[str] = []  # named in one line, not a row each
         for mechanism in self._practised():
             attempts = self.store.attempts(mechanism.package)
+            if not attempts and self._next_review(mechanism.package) == "-":
+                untried.append(mechanism.package)
+                continue
             learned = verdict(attempts, self._stages_of(attempts), self._checks_of(attempts))
             if not attempts:
                 row = [mechanism.package, "-", "-", "-", "-"]
@@ -821,8 +883,14 @@ class Practice:
                     f"yes ({learned.why})" if learned.learned else "not yet",
                 ]
             )
-        for line in columns(rows, STATUS_WIDTH):
+        for line in columns(rows, STATUS_WIDTH) if len(rows) > 1 else []:
             self.say(line)
+        if untried:
+            what = "no attempt yet" if len(rows) > 1 else "no attempt yet at any item"
+            for line in textwrap.wrap(
+                f"{what} (`start ITEM`): {', '.join(untried)}", STATUS_WIDTH, subsequent_indent="  "
+            ):
+                self.say(line)
         for attempt in self.store.attempts():
             interrupted = [
                 c for c in self.store.checks(attempt.id) if c.outcome in ("running", "error")

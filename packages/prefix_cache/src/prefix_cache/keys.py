@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from arg_checks import check_instance, check_int, check_str
+
 
 @dataclass(frozen=True)
 class PrefixCacheNamespace:
@@ -24,12 +26,8 @@ class PrefixCacheNamespace:
     cache_id: str
 
     def __post_init__(self) -> None:
-        for name in ("model_id", "cache_id"):
-            value = getattr(self, name)
-            if not isinstance(value, str):
-                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-            if not value:
-                raise ValueError(f"{name} must be a non-empty str")
+        check_str("model_id", self.model_id, allow_empty=False)
+        check_str("cache_id", self.cache_id, allow_empty=False)
 
 
 # (namespace, absolute start position, exact prefix tokens)
@@ -40,20 +38,12 @@ INT64_MAX = 2**63 - 1
 
 
 def check_namespace(namespace: object) -> PrefixCacheNamespace:
-    if not isinstance(namespace, PrefixCacheNamespace):
-        raise TypeError(f"namespace must be a PrefixCacheNamespace, got {type(namespace).__name__}")
-    return namespace
+    return check_instance("namespace", namespace, PrefixCacheNamespace)
 
 
 def check_count(value: object, name: str, *, minimum: int, maximum: int = INT64_MAX) -> int:
-    """An int (not a bool) in ``[minimum, maximum]``: TypeError for another kind."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    if value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}")
-    return value
+    """An int (not a bool) in ``[minimum, maximum]``, int64 at most."""
+    return check_int(name, value, minimum=minimum, maximum=maximum)
 
 
 def check_start(start_position: object, token_count: int) -> int:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .cannot_grade import hint_for
     from .clauses import clause_order
     from .owners import OWNERS, Owner
-    from .reporting import drill_labels, no_owning_drill
+    from .reporting import broken_clauses, drill_labels, no_owning_drill
     from .results import TestResult
     from .suites import ForkedRun, SuiteRun, grading_args, run_pytest, warm_up
     from .tensors import (
@@ -64,7 +64,7 @@ _SOURCES = {
     "hint_for": "cannot_grade",
     "clause_order": "clauses",
     **dict.fromkeys(("OWNERS", "Owner"), "owners"),
-    **dict.fromkeys(("drill_labels", "no_owning_drill"), "reporting"),
+    **dict.fromkeys(("broken_clauses", "drill_labels", "no_owning_drill"), "reporting"),
     "TestResult": "results",
     **dict.fromkeys(("ForkedRun", "SuiteRun", "grading_args", "run_pytest", "warm_up"), "suites"),
     **dict.fromkeys(
@@ -111,6 +111,7 @@ __all__ = [
     "assert_rejects",
     "assert_state_unchanged",
     "boundary_settings",
+    "broken_clauses",
     "candidate",
     "clause_order",
     "clone_past",

@@ -6,10 +6,18 @@ stand-in lacks, an exception raised by the module's own code); `hint_for` reads 
 "cannot be graded" line (`load_candidate`'s, or a run's that stopped an import past
 its limit) and returns the advice for that cause only. Both sides live here so the
 phrases a hint keys on cannot drift from the messages that carry them.
+
+A judged candidate is imported in its worker, which reports the failure as its type and
+text (`ModuleNotFoundError: No module named 'x'`); those texts are worded the same way.
+`record_cause` / `recorded_cause` carry the first such line out of a grading run (a file
+the run's process writes), so grade's last line, the class row and results.json name the
+cause instead of "the process importing ... died".
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from pathlib import Path
 
@@ -22,8 +30,34 @@ _NOT_DEFINED = "does not define"  # load_candidate's missing graded name
 _HUNG = "did not finish within"  # suites.ForkedRun stopping an import past its limit
 
 
+# The worker's report of a failed import: "TypeName: text" (judge.py raises ImportError).
+_JUDGED_MISSING = re.compile(r"^ModuleNotFoundError: No module named '([\w.]+)'$")
+_JUDGED_SYNTAX = re.compile(
+    r"^(?:SyntaxError|IndentationError|TabError): (.*) \((.+), line (\d+)\)$"
+)
+# Where a grading run writes the first "cannot be graded" line (`record_cause`).
+CAUSE_FILE_VARIABLE = "GPTLAB_CANNOT_GRADE_FILE"
+
+
+def _judged_cause(text: str) -> str:
+    """A worker's "Type: text" import failure worded as in-process ("" if not one)."""
+    missing = _JUDGED_MISSING.match(text)
+    if missing:
+        name = missing[1]
+        return (
+            f"{_MISSING_MODULE} {name!r}: no {name.split('.')[0]}.py beside the attempt "
+            "and nothing installed by that name"
+        )
+    syntax = _JUDGED_SYNTAX.match(text)
+    if syntax:
+        return f"{_SYNTAX} {Path(syntax[2]).name} line {syntax[3]}: {syntax[1]}"
+    return ""
+
+
 def import_cause(error: BaseException, where: str) -> str:
     """The cause of a failed import; `where` is ' (file.py:line)' of the failing frame."""
+    if type(error) is ImportError and (judged := _judged_cause(str(error))):
+        return judged
     if isinstance(error, SyntaxError):
         filename = Path(error.filename).name if error.filename else "the file"
         return f"{_SYNTAX} {filename} line {error.lineno}: {error.msg}"
@@ -65,3 +99,19 @@ def hint_for(reason: str) -> str:
             "into the functions the tests call"
         )
     return "the file must import on its own: run `python FILE` to see the whole traceback"
+
+
+def record_cause(line: str) -> None:
+    """Keep the run's first "cannot be graded" line where its grader reads it (if asked)."""
+    path = os.environ.get(CAUSE_FILE_VARIABLE)
+    if path and not os.path.exists(path):
+        with contextlib.suppress(OSError):
+            Path(path).write_text(line.splitlines()[0] if line else "", encoding="utf-8")
+
+
+def recorded_cause(path: Path) -> str:
+    """The line `record_cause` kept in `path` ("" when none)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()[:2000]
+    except OSError:
+        return ""

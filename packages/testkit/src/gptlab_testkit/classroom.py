@@ -57,9 +57,9 @@ from tqdm import tqdm
 from .attempts import SubmissionLinkError, refuse_links
 from .candidates import VARIABLES, folder_assignments
 from .checkout_guard import CheckoutGuard
+from .gradescope import contract_points
 from .grading import UsageError, grade_run, number, parse_assignments, selection
 from .grading import parse_options as grade_options
-from .gradescope import contract_points
 from .results import TestResult, records_payload, results_from
 from .suites import RUNTIME_PACKAGES, SuiteRun, side_by_side, warm_up
 

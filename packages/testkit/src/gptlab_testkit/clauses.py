@@ -39,10 +39,10 @@ EXTENSION = "extension"
 SEMANTIC_CATCHES = 2
 
 CLAUSE_LINE = re.compile(
-    r"^- \*\*(?P<id>(?:P\d\d|PT\d\d|M02)\.\d+)\*\* "
+    r"^- \*\*(?P<id>(?:P\d\d|PT\d\d|M\d\d|T\d\d)\.\d+)\*\* "
     r"\((?P<kind>" + "|".join(KINDS) + r")\) (?P<text>\S.*)$"
 )
-CLAUSE_ID = re.compile(r"^(?P<item>P\d\d|PT\d\d|M02)\.(?P<number>[1-9]\d*)$")
+CLAUSE_ID = re.compile(r"^(?P<item>P\d\d|PT\d\d|M\d\d|T\d\d)\.(?P<number>[1-9]\d*)$")
 
 
 @dataclass(frozen=True)

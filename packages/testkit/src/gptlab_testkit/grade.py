@@ -72,6 +72,7 @@ from . import reaper, sandbox
 from .cannot_grade import hint_for
 from .defaults import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT_S, default_workers
 from .expected import verdict_lines
+from .gradescope import write_gradescope
 from .grading import (
     IMPORT_ALLOWANCE_S,
     RefusedSubmissionError,
@@ -84,7 +85,6 @@ from .grading import (
     swapped_variables,
 )
 from .reporting import graded_modules, module_lines
-from .gradescope import write_gradescope
 from .results import write_report
 from .suites import SuiteRun, grading_args, warm_up
 

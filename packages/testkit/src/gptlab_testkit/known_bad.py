@@ -2,7 +2,7 @@
 
     python -m gptlab_testkit.known_bad integration_tests/known_bad [-k SUBSTRING]
                                        [--faithful DIR] [--jobs N] [--min-catches N]
-                                       [--full-counts]
+                                       [--full-counts] [--all]
 
 Each `bad_*.py` in the folder declares the variable it is swapped in through and
 the owner the ladder must route it to:
@@ -49,12 +49,19 @@ pytest's Failed: an oracle comparison or a documented-error check), never by an
 exception escaping from the code under test; it needs one such catch, a `semantics`
 clause two (`clauses.SEMANTIC_CATCHES`), and runs every test of its own package's suite.
 `--clause-readme README` (repeatable) names the READMEs whose graded clauses must each
-have a clause candidate; the report lists clause, mutant and catches per item. A drill
-whose clause mutants were all proved gets a stamp (`DIR/<id>.stamp`: a digest of its
-mutants, its reference and its suite), also in a `-k` run that graded all of them (`-k p20`);
-later runs grade only the drills whose stamp is stale (a new or changed drill), unless
-`--all-clauses`. The coverage check always reads
-every drill's file.
+have a clause candidate; the report lists clause, mutant and catches per item. The
+coverage check always reads every drill's file.
+
+**Stamps: only what changed is proved again.** A target is one package's or drill's share
+(its known-bad candidates, faithful candidates and clause mutants; an attempt folder graded
+on several packages is a target of its own). A target all of whose candidates held in one
+run gets a stamp, `<known-bad folder>/stamps/<target>.stamp`: a digest of everything its
+verdict depends on (`known_bad_stamps`: its fixtures and the files they read, its suites,
+its references, its README clause lines, the testkit's sources, the pytest settings,
+torch's version and the options that decide a verdict). A run grades only the targets whose
+stamp is stale or missing and prints one line for the rest; `--all` grades (and stamps)
+every target; `-k` grades every candidate it names, stamped or not, and stamps the targets
+it graded wholly. A target that fails gets no stamp.
 """
 
 from __future__ import annotations
@@ -65,9 +72,10 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import known_bad_stamps as stamps
 from .candidates import VARIABLES, folder_assignments
 from .clauses import Clause, clause_order, readme_clauses
 from .grading import selected_files
@@ -106,6 +114,12 @@ class KnownBad:
     scope: str = "contract"
     run: str = "in-process"
     clause: str = ""  # the one numbered clause it breaks (a clause mutant), else ""
+    source: Path | None = None  # the file it was written from (a clause mutant's .toml)
+
+    @property
+    def fixture(self) -> Path:
+        """The file of this project's that holds it: itself, or its clause-mutant file."""
+        return self.source or self.path
 
     @property
     def suite(self) -> Path:
@@ -189,62 +203,8 @@ def clause_mutant_candidates(folder: Path, scratch: Path) -> list[KnownBad]:
             name = f"bad_{path.stem}_clause_{mutant['clause'].replace('.', '_')}_{number}.py"
             source = _clause_candidate_source(drill.variable, path.stem, mutant, module)
             (scratch / name).write_text(source, encoding="utf-8")
-            candidates.append(read_known_bad(scratch / name))
+            candidates.append(replace(read_known_bad(scratch / name), source=path))
     return candidates
-
-
-STAMP_SCHEME = "1"  # part of every clause stamp: a change to how mutants are proved
-
-
-def clause_digest(folder: Path, drill: str) -> str:
-    """What a drill's clause verdicts depend on: its mutants, its reference and its suite."""
-    import hashlib
-
-    package = folder.parent
-    files = [folder / f"{drill}.toml", package / "src" / "gptlab_drills" / f"{drill}.py"]
-    files += sorted((package / "tests" / drill).rglob("*.py"))
-    digest = hashlib.sha256(STAMP_SCHEME.encode())
-    for path in files:
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() if path.is_file() else b"")
-    return digest.hexdigest()
-
-
-def fresh_clause_drills(folder: Path) -> set[str]:
-    """Drills whose clause stamp matches their digest: proved, and unchanged since."""
-    fresh = set()
-    for path in folder.glob("*.toml"):
-        stamp = path.with_suffix(".stamp")
-        if stamp.is_file() and stamp.read_text().strip() == clause_digest(folder, path.stem):
-            fresh.add(path.stem)
-    return fresh
-
-
-def _drill_of_clause_candidate(candidate: KnownBad) -> str:
-    return candidate.path.name.split("_clause_")[0].removeprefix("bad_")
-
-
-def _wholly_graded_drills(clause_candidates: list[KnownBad], graded: list[KnownBad]) -> set[str]:
-    """Drills every clause mutant of which was graded in this run (`-k p20` grades all of
-    P20's, so it may stamp P20; a narrower `-k` stamps nothing it left out)."""
-    ran = {c.path for c in graded}
-    drills = {_drill_of_clause_candidate(c) for c in clause_candidates if c.path in ran}
-    return {
-        drill
-        for drill in drills
-        if all(c.path in ran for c in clause_candidates if _drill_of_clause_candidate(c) == drill)
-    }
-
-
-def write_clause_stamps(folder: Path, verdicts: list[Verdict], drills: set[str]) -> list[str]:
-    """Stamp each drill in `drills` whose clause mutants (all graded here) were all caught."""
-    stamped = []
-    for drill in sorted(drills):
-        mine = [v for v in verdicts if v.candidate.path.name.startswith(f"bad_{drill}_clause_")]
-        if mine and all(v.caught for v in mine):
-            (folder / f"{drill}.stamp").write_text(clause_digest(folder, drill) + "\n")
-            stamped.append(drill)
-    return stamped
 
 
 @dataclass
@@ -397,20 +357,32 @@ def own_suite_first(files: list[str], candidate: KnownBad) -> list[str]:
     return sorted(files, key=lambda file: package_of(Path(file)) != own)
 
 
+def short_drills(
+    candidates: list[KnownBad], faithful: list[Faithful]
+) -> list[tuple[str, int, int]]:
+    """(drill, known-bad, faithful) for each drill with fewer than DRILL_KNOWN_BAD known-bad
+    or DRILL_FAITHFUL faithful candidates."""
+    counts = [
+        (
+            variable.package,
+            sum(candidate.variable == name for candidate in candidates),
+            sum(name in candidate.modules for candidate in faithful),
+        )
+        for name, variable in VARIABLES.items()
+        if variable.is_drill
+    ]
+    return [
+        (d, bad, good) for d, bad, good in counts if bad < DRILL_KNOWN_BAD or good < DRILL_FAITHFUL
+    ]
+
+
 def drill_coverage(candidates: list[KnownBad], faithful: list[Faithful]) -> list[str]:
     """Drills with fewer than DRILL_KNOWN_BAD known-bad or DRILL_FAITHFUL faithful candidates."""
-    problems = []
-    for name, variable in VARIABLES.items():
-        if not variable.is_drill:
-            continue
-        bad = sum(candidate.variable == name for candidate in candidates)
-        good = sum(name in candidate.modules for candidate in faithful)
-        if bad < DRILL_KNOWN_BAD or good < DRILL_FAITHFUL:
-            problems.append(
-                f"drill {variable.package}: {bad} known-bad (need {DRILL_KNOWN_BAD}), "
-                f"{good} faithful (need {DRILL_FAITHFUL})"
-            )
-    return problems
+    return [
+        f"drill {drill}: {bad} known-bad (need {DRILL_KNOWN_BAD}), "
+        f"{good} faithful (need {DRILL_FAITHFUL})"
+        for drill, bad, good in short_drills(candidates, faithful)
+    ]
 
 
 def clause_floor(candidate: KnownBad, clauses: dict[str, Clause], min_catches: int) -> int:
@@ -463,15 +435,15 @@ def reference_shares(nodeids: set[str], jobs: int) -> list[list[str]]:
     return [share for share in shares if share]
 
 
-def reference_checks(root: Path, nodeids: set[str], jobs: int) -> list[tuple[str, Start, int]]:
-    """The references on every catching test function, about `jobs` runs side by side."""
+def reference_checks(root: Path, shares: list[list[str]]) -> list[tuple[str, Start, int]]:
+    """The references on every catching test function, one run per share, side by side."""
     return [
         (
             f"references on {len(share)} catching test functions",
             _run([str(root / test) for test in share], {}, "all", "in-process"),
             0,
         )
-        for share in reference_shares(nodeids, jobs)
+        for share in shares
     ]
 
 
@@ -488,6 +460,78 @@ def _run_all(jobs: list[tuple[str, Start, int]], workers: int) -> dict[int, Suit
         runs[order[position]] = run
         print(f"  done in {run.seconds:5.1f} s: {jobs[order[position]][0]}", flush=True)
     return runs
+
+
+# -- targets: what a stamp covers (see known_bad_stamps)
+
+
+def target_of(member: KnownBad | Faithful) -> str:
+    """The package or drill a candidate proves (an attempt folder of several: its name)."""
+    if isinstance(member, KnownBad):
+        return VARIABLES[member.variable].package
+    if len(member.modules) == 1:
+        return VARIABLES[next(iter(member.modules))].package
+    return member.path.name
+
+
+def stamp_member(member: KnownBad | Faithful) -> stamps.Member:
+    """A candidate as its target's stamp sees it."""
+    if isinstance(member, KnownBad):
+        own = member.source is None  # a bad_*.py file of a known-bad folder
+        return stamps.Member(target_of(member), member.fixture, (member.variable,), own)
+    return stamps.Member(target_of(member), member.path, tuple(member.modules), False)
+
+
+def uncovered_targets(
+    candidates: list[KnownBad],
+    faithful: list[Faithful],
+    clauses: dict[str, Clause],
+    per_drill: bool,
+) -> set[str]:
+    """Targets a coverage problem names (drill_coverage, clause_coverage): never stamped."""
+    short = {drill for drill, _, _ in short_drills(candidates, faithful)} if per_drill else set()
+    named = {candidate.clause for candidate in candidates if candidate.clause}
+    short |= {stamps.clause_target(c) for c in clauses.values() if c.graded and c.id not in named}
+    short |= {
+        target_of(candidate)
+        for candidate in candidates
+        if candidate.clause and clauses and candidate.clause not in clauses
+    }
+    return short
+
+
+def _passed(run: SuiteRun) -> bool:
+    return run.returncode == 0 and not run.problem
+
+
+def failed_targets(
+    faithful_runs: list[tuple[Faithful, SuiteRun]],
+    failing: list[Verdict],
+    verdicts: list[Verdict],
+    share_runs: list[tuple[list[str], SuiteRun]],
+) -> set[str]:
+    """Targets with a failing faithful candidate, an uncaught one, or a catching test the
+    references failed (in a share of reference checks that failed)."""
+    failed = {target_of(good) for good, run in faithful_runs if not _passed(run)}
+    failed |= {target_of(verdict.candidate) for verdict in failing}
+    for share, run in share_runs:
+        if not _passed(run):
+            failed |= {
+                target_of(v.candidate)
+                for v in verdicts
+                if {nodeid.split("[", 1)[0] for nodeid in v.catching()} & set(share)
+            }
+    return failed
+
+
+def wholly_graded(
+    members: list[KnownBad | Faithful], graded: list[KnownBad | Faithful]
+) -> set[str]:
+    """Targets every member of which was graded in this run (`-k p20` grades all of P20's;
+    a narrower `-k` stamps nothing it left out)."""
+    ran = {member.path for member in graded}
+    left = {target_of(member) for member in members if member.path not in ran}
+    return {target_of(member) for member in graded} - left
 
 
 def main(argv: list[str]) -> int:
@@ -523,16 +567,21 @@ def main(argv: list[str]) -> int:
         help="README whose graded clauses each need a clause mutant (repeatable)",
     )
     parser.add_argument(
-        "--all-clauses",
+        "--all",
         action="store_true",
-        help="grade every drill's clause mutants, stamped ones too",
+        help="grade every target, stamped ones too (and stamp those that hold)",
     )
     parser.add_argument(
         "--judge",
         action="store_true",
         help="run every candidate in a judge's worker, as grade --judge does",
     )
-    parser.add_argument("-k", dest="only", default="", help="grade only names containing this")
+    parser.add_argument(
+        "-k",
+        dest="only",
+        default="",
+        help="grade only names containing this (stamped or not)",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
         "--min-catches",
@@ -554,6 +603,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     JUDGE_MODE["mode"] = "all" if args.judge else "default"
+    root = Path.cwd()
 
     every = [
         read_known_bad(path)
@@ -562,33 +612,45 @@ def main(argv: list[str]) -> int:
     import tempfile
 
     scratch = Path(tempfile.mkdtemp(prefix="gptlab-clause-mutants-"))
-    # Clause candidates of a stamped drill are proved already: counted, not graded again.
-    settled: set[str] = set()
     for folder in args.clause_mutants:
         every += clause_mutant_candidates(folder, scratch)
-        fresh = set() if args.all_clauses else fresh_clause_drills(folder)
-        settled |= {f"bad_{drill}_clause_" for drill in fresh}
     clauses: dict[str, Clause] = {}
     for readme in args.clause_readme:
         clauses.update(readme_clauses(readme))
-    candidates = [
-        c
-        for c in every
-        if args.only in c.path.stem and not c.path.name.startswith(tuple(settled) or ("\0",))
-    ]
-    if settled:
-        print(f"clause mutants already proved (stamped, unchanged): {len(settled)} drills")
-    if not candidates:
+    if not every:
         print(f"known_bad: no bad_*.py candidates in {args.folders}", file=sys.stderr)
         return 2
     every_faithful = [c for folder in args.faithful for c in faithful_candidates(folder)]
-    faithful = [c for c in every_faithful if args.only in c.path.stem]
-    # Counted over every candidate, so -k narrows what is graded, not what is required.
+    members: list[KnownBad | Faithful] = [*every, *every_faithful]
+    # Counted over every candidate, so -k and the stamps narrow what is graded, not what
+    # is required.
     coverage = drill_coverage(every, every_faithful) if args.per_drill else []
     coverage += clause_coverage(every, clauses)
-    root = Path.cwd()
 
     started = time.perf_counter()
+    facts = stamps.verdict_facts(root, JUDGE_MODE["mode"], args.min_catches, args.floor)
+    targets = stamps.ladder_targets(
+        root, [stamp_member(m) for m in members], args.folders, args.faithful, facts, clauses
+    )
+    # Taken before grading: a file edited while the run goes leaves its target stale.
+    digests = {name: target.digest(root) for name, target in targets.items()}
+    if args.only:  # what it names, stamped or not
+        selected = [m for m in members if args.only in m.path.stem]
+    else:
+        chosen = {n for n, t in targets.items() if args.all or t.recorded() != digests[n]}
+        selected = [m for m in members if target_of(m) in chosen]
+        skipped = [target for name, target in targets.items() if name not in chosen]
+        if skipped:
+            print(f"{stamps.skipped_line(skipped)} ({time.perf_counter() - started:.0f} s)")
+    candidates = [m for m in selected if isinstance(m, KnownBad)]
+    faithful = [m for m in selected if isinstance(m, Faithful)]
+    if args.only and not selected:
+        print(f"known_bad: no candidate name contains {args.only!r}", file=sys.stderr)
+        return 2
+    if not selected:
+        print("known_bad: nothing to grade (every target is proved and unchanged)")
+        return _finish(_coverage_report(args, clauses, coverage))
+
     warm_up()
     preload(sorted({c.variable for c in candidates} | {v for g in faithful for v in g.modules}))
     must_pass: list[tuple[str, Start, int]] = []
@@ -625,7 +687,8 @@ def main(argv: list[str]) -> int:
     ]
     # Last, the references on every test that caught something.
     catching = {nodeid for verdict in verdicts for nodeid in verdict.catching()}
-    checks = reference_checks(root, catching, args.jobs)
+    shares = reference_shares(catching, args.jobs)
+    checks = reference_checks(root, shares)
     check_runs = _run_all(checks, args.jobs)
     passing = [(label, runs[index]) for index, (label, _, _) in enumerate(must_pass)]
     passing += [(label, check_runs[index]) for index, (label, _, _) in enumerate(checks)]
@@ -633,9 +696,7 @@ def main(argv: list[str]) -> int:
     problems: list[str] = []
     print("\nmust pass:")
     for label, run in passing:
-        status = (
-            "pass" if run.returncode == 0 and not run.problem else f"FAIL (exit {run.returncode})"
-        )
+        status = "pass" if _passed(run) else f"FAIL (exit {run.returncode})"
         print(f"  {status:<22} {label}")
         if status != "pass":
             problems.append(f"{label} must pass: {run.problem}\n{run.output[-3000:]}")
@@ -659,12 +720,16 @@ def main(argv: list[str]) -> int:
     )  # fmt: skip
     for line in table(headers, rows):
         print(line)
-    for verdict in verdicts:
-        if not verdict.caught and not (args.floor == "report" and verdict in below):
-            problems.append(
-                f"{verdict.candidate.path.name} ({verdict.candidate.mistake}) was not caught"
-                f" with selection on: {verdict.label}\n{verdict.run.output[-2000:]}"
-            )
+    failing = [
+        verdict
+        for verdict in verdicts
+        if not verdict.caught and not (args.floor == "report" and verdict in below)
+    ]
+    for verdict in failing:
+        problems.append(
+            f"{verdict.candidate.path.name} ({verdict.candidate.mistake}) was not caught"
+            f" with selection on: {verdict.label}\n{verdict.run.output[-2000:]}"
+        )
     if any(v.candidate.clause for v in verdicts):
         print("\nclause mutants (catches: tests whose own check failed):")
         for line in table(("clause", "mutant", "catches", "verdict"), clause_rows(verdicts)):
@@ -687,17 +752,32 @@ def main(argv: list[str]) -> int:
     print(f"known-bad caught: {caught}/{len(verdicts)} ({rule})  ({elapsed:.0f} s)")
     if faithful:
         print(f"faithful candidates graded: {len(faithful)} (each must pass)")
+    problems += _coverage_report(args, clauses, coverage)
+    failed = failed_targets(
+        [(good, runs[index]) for index, good in enumerate(faithful)],
+        failing,
+        verdicts,
+        [(share, check_runs[index]) for index, share in enumerate(shares)],
+    )
+    failed |= uncovered_targets(every, every_faithful, clauses, args.per_drill)
+    held = sorted(wholly_graded(members, selected) - failed)
+    for name in held:
+        stamps.write_stamp(targets[name], digests[name])
+    if held:
+        print(f"stamps written: {len(held)} ({', '.join(held)})")
+    return _finish(problems)
+
+
+def _coverage_report(
+    args: argparse.Namespace, clauses: dict[str, Clause], coverage: list[str]
+) -> list[str]:
     if args.per_drill or clauses:
         print(f"drills or clauses without enough candidates: {len(coverage)}")
-        problems += coverage
-    if not problems:  # a drill is stamped only when every clause mutant of it was graded
-        for folder in args.clause_mutants:
-            graded = _wholly_graded_drills(
-                [c for c in every if c.clause and c.path.parent == scratch], candidates
-            )
-            stamped = write_clause_stamps(folder, verdicts, graded)
-            if stamped:
-                print(f"clause stamps written: {', '.join(stamped)}")
+        return list(coverage)
+    return []
+
+
+def _finish(problems: list[str]) -> int:
     for problem in problems:
         print(f"\n{problem}", file=sys.stderr)
     return 0 if not problems else 1

@@ -44,6 +44,7 @@ class Lender(Protocol):
 
     def reference_of(self, value: Any) -> dict[str, Any]: ...
 
+
 MAX_ITEMS = 100_000  # what one iteration over a lent object may send back
 MAX_LENT = 8192  # objects a worker holds references to; the least recently used go first
 # nn.Module methods that change the module (weights, dtype, device, mode, hooks, children)

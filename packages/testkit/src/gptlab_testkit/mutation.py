@@ -91,6 +91,7 @@ PACKAGES = (
     "prefix_cache",
     "chunked_prefill",
     "speculative",
+    "moe_lm",
 )
 CLASSES = ("equivalent", "outside the contract", "not observable on this device")
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
@@ -136,9 +137,26 @@ def _tracked(path: Path) -> bool:
 def all_targets(root: Path) -> dict[str, Target]:
     """Every target of the repository at `root`, by lower-case name."""
     found = {}
-    drills = root / "packages" / "drills"
-    for test_folder in sorted((drills / "tests").glob("p*")):
-        module = drills / "src" / "gptlab_drills" / f"{test_folder.name}.py"
+    lanes = [("drills", "p*"), ("kernels", "t*")]  # the repair lane, the Triton lane
+    for lane, pattern in lanes:
+        found.update(_lane_targets(root / "packages" / lane, pattern))
+    for name in PACKAGES:
+        package = root / "packages" / name
+        source = package / "src" / name
+        accepted = package / "mutation.toml"
+        skipped = load_skipped(accepted)
+        modules = sorted(str(p.relative_to(package)) for p in source.rglob("*.py") if _tracked(p))
+        kept = tuple(m for m in modules if m not in skipped)
+        found[name] = Target(name, package, kept, "tests", accepted)
+    return found
+
+
+def _lane_targets(drills: Path, pattern: str) -> dict[str, Target]:
+    """One target per drill (or kernel) of a lane package: its module against its tests."""
+    found: dict[str, Target] = {}
+    source = next((drills / "src").glob("gptlab_*"), drills / "src")
+    for test_folder in sorted((drills / "tests").glob(pattern)):
+        module = source / f"{test_folder.name}.py"
         if test_folder.is_dir() and module.is_file():
             name = test_folder.name
             found[name] = Target(
@@ -149,14 +167,6 @@ def all_targets(root: Path) -> dict[str, Target]:
                 drills / "mutation" / f"{name}.toml",
                 reach_all=True,
             )
-    for name in PACKAGES:
-        package = root / "packages" / name
-        source = package / "src" / name
-        accepted = package / "mutation.toml"
-        skipped = load_skipped(accepted)
-        modules = sorted(str(p.relative_to(package)) for p in source.rglob("*.py") if _tracked(p))
-        kept = tuple(m for m in modules if m not in skipped)
-        found[name] = Target(name, package, kept, "tests", accepted)
     return found
 
 

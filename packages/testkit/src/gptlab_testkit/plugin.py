@@ -41,6 +41,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -49,7 +50,7 @@ from typing import Any
 
 import pytest
 
-from . import advisory, isolation
+from . import advisory, isolation, raised_at
 from .brief import brief_longrepr
 from .candidates import (
     VARIABLES,
@@ -139,6 +140,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="OWNER:N",
         help="stop the run once N tests have failed, one of them routed to OWNER (a "
         "known-bad candidate's verdict is settled then; the rest are reported as not run)",
+    )
+    group.addoption(
+        "--gptlab-failures-shown",
+        type=int,
+        default=0,
+        metavar="N",
+        help="list at most N failed tests per owner in the routing block (0: all)",
     )
     group.addoption(
         "--gptlab-not-rerun",
@@ -344,6 +352,37 @@ def one_line_reason(report: pytest.TestReport) -> str:
     return line.removeprefix("Failed: ")[:300]
 
 
+def show_where_it_raised(
+    report: pytest.TestReport, frames: tuple[raised_at.Frame, ...], tbstyle: str
+) -> None:
+    """A judged failure that raised in the learner's code: its frames there travel with the
+    report (the routing block lists the innermost), pytest's failure text gets them as a
+    section of its own, and a one-line failure (`--tb=line`) points at the innermost."""
+    if not frames:
+        return
+    where = raised_at.where_lines(frames)
+    report.gptlab_where = where  # type: ignore[attr-defined]  # travels with the report
+    report.sections.append(("where it raised in your code", "\n".join(where)))
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None and tbstyle == "line":
+        crash.path, crash.lineno = frames[-1].path, frames[-1].line
+
+
+def rerun_command(*pytest_args: str) -> str:
+    """The command line that ran this grade, with more pytest arguments (grade forks its run,
+    so this process's argv is grade's own); "" outside grade."""
+    argv = sys.argv
+    if not argv or not argv[0].endswith(os.path.join("gptlab_testkit", "grade.py")):
+        return ""
+    own = argv[1:]
+    joiner = [] if "--" in own else ["--"]
+    return (
+        "`"
+        + shlex.join(["python", "-m", "gptlab_testkit.grade", *own, *joiner, *pytest_args])
+        + "`"
+    )
+
+
 class GptlabSession:
     """Per-run state: one routed result per selected test."""
 
@@ -360,6 +399,7 @@ class GptlabSession:
         self.stop_rule = _stop_rule(config.getoption("--gptlab-stop-once-caught"))
         self.reported: set[str] = set()
         self.candidate_error = ""  # a candidate that could not be imported, in one line
+        self.where: dict[str, list[str]] = {}  # a failure's frames in the learner's files
         self.session: pytest.Session | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -459,6 +499,8 @@ class GptlabSession:
         if report.failed and call.excinfo is not None:
             # Travels with the report (pytest serializes extra attributes) to whoever records it.
             report.gptlab_error = call.excinfo.typename
+            frames = raised_at.frames_of(call.excinfo.value)
+            show_where_it_raised(report, frames, self.config.option.tbstyle)
         if report.when == "call":  # judged: did the outcome rest on the worker's word?
             failure = str(call.excinfo.value) if call.excinfo is not None else ""
             clauses = result.clauses if result is not None else ()
@@ -505,6 +547,9 @@ class GptlabSession:
             if result.outcome != "failed":
                 result.reason = one_line_reason(report)
                 result.error = str(getattr(report, "gptlab_error", ""))
+                where = getattr(report, "gptlab_where", None)
+                if isinstance(where, list) and where:
+                    self.where[report.nodeid] = [str(line) for line in where]
             result.outcome = "failed"
             self._stop_if_caught()
         elif report.skipped and result.outcome != "failed":
@@ -559,11 +604,24 @@ class GptlabSession:
             not_rerun = [p for p in self.config.option.gptlab_not_rerun.split(",") if p]
             for line in scorecard_lines(results, not_rerun):
                 terminalreporter.write_line(line)
-        routing = routing_lines(results)
+        shown = int(self.config.getoption("--gptlab-failures-shown") or 0)
+        routing = routing_lines(
+            results,
+            swapped=candidates_swapped(),
+            where=self.where,
+            shown=shown,
+            every_one=rerun_command("--gptlab-failures-shown=0"),
+        )
         if routing:
             terminalreporter.section("gptlab failure routing: owner -> repair target", red=True)
             for line in routing:
                 terminalreporter.write_line(line)
+        deselected = len(terminalreporter.stats.get("deselected", ()))
+        if deselected and self.config.getoption("-m") == "contract":
+            terminalreporter.write_line(
+                f"({deselected} deselected below: the extension tests of these files, beyond"
+                " the contract; this run grades the contract tests only)"
+            )
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal summary and the report
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

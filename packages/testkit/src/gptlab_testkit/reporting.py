@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 from .candidates import VARIABLES, drill_catalogue, is_reference, module_spec
-from .clauses import clause_order
+from .clauses import clause_kinds, clause_order
 from .owners import OWNERS
 from .results import TIERS, TestResult
 from .scoring import ADVISORY, BEYOND, HELD, advisory_outcome, is_advisory, scored
@@ -29,13 +30,24 @@ def graded_modules() -> dict[str, str]:
 
 
 def module_lines() -> list[str]:
-    """Every mechanism's variable, and the drills' that are swapped (32 references is noise)."""
+    """Every mechanism's variable, and the drills' that are swapped (32 references is noise);
+    with a candidate swapped in, its rows alone and the references named in one line (a
+    learner's screen is for the failures)."""
     rows = [
         (name, spec, "reference" if is_reference(name) else "CANDIDATE")
         for name, spec in graded_modules().items()
         if not VARIABLES[name].is_drill or not is_reference(name)
     ]
-    return table(("variable", "module", "role"), rows)
+    swapped = [row for row in rows if row[2] == "CANDIDATE"]
+    if not swapped:
+        return table(("variable", "module", "role"), rows)
+    references = [VARIABLES[row[0]].package for row in rows if row[2] != "CANDIDATE"]
+    lines = table(("variable", "module", "role"), swapped)
+    return lines + (
+        ["every other variable: its reference (" + ", ".join(references) + ")"]
+        if references
+        else []
+    )
 
 
 NOT_RERUN = "reference, not re-run"
@@ -109,32 +121,128 @@ def _contract_table(
     return table(("package / tier", "passed", "failed", "skipped", "verdict"), rows)
 
 
-def routing_lines(results: Sequence[TestResult]) -> list[str]:
-    """For each owner with failures: its mechanism, the repair target and the failed tests."""
-    failed: dict[str, list[str]] = defaultdict(list)
-    broken: dict[str, set[str]] = defaultdict(set)
+def routing_lines(
+    results: Sequence[TestResult],
+    *,
+    swapped: Sequence[str] = (),
+    where: Mapping[str, Sequence[str]] | None = None,
+    shown: int = 0,
+    every_one: str = "",
+) -> list[str]:
+    """For each owner with failures: its mechanism, the repair target, the clauses broken
+    and the failed tests (each with where it raised in the learner's own file, `where`).
+
+    `swapped`: the candidates' variables. The owners of their own packages come first; an
+    owner of another package (a composed test) says which candidate it ran. `shown`: at
+    most this many failed tests per owner (0: all), the rest counted, with `every_one`
+    (the command that lists them all)."""
+    failed: dict[str, list[TestResult]] = defaultdict(list)
     for result in results:
         if result.outcome == "failed" and not result.held:  # a held test is no mistake
-            line = f"{result.nodeid}: {result.reason}" if result.reason else result.nodeid
-            failed[result.owner].append(line)
-            broken[result.owner].update(result.clauses)
+            failed[result.owner].append(result)
+    yours = {VARIABLES[v].package for v in swapped if v in VARIABLES}
     lines: list[str] = []
-    for key in sorted(failed, key=lambda k: (OWNERS[k].package, k) if k in OWNERS else ("", k)):
-        owner = OWNERS.get(key)
-        mechanism = owner.mechanism if owner else "unknown owner"
-        package = owner.package if owner else "?"
-        lines.append(f"{key}  [{package}] {mechanism}  ({len(failed[key])} failed)")
-        if owner:
-            lines.append(f"    repair: {owner.repair}")
-            if owner.drills and owner.package != "drills":
-                lines.append(f"    drills: {drill_labels(owner.drills)}")
-            elif owner.related:
-                lines.append(f"    drills: {no_owning_drill(owner.package, owner.related)}")
-        if broken[key]:
-            lines.append(f"    clauses broken: {', '.join(sorted(broken[key], key=clause_order))}")
-        for line in failed[key]:
-            lines.append(f"    - {line}")
+    for key in sorted(failed, key=lambda k: _owner_order(k, yours)):
+        lines += _owner_head(key, failed[key], swapped, yours)
+        broken = broken_clauses(failed[key], results)
+        if broken:
+            lines.append(f"    clauses broken: {', '.join(broken)}")
+        listed = failed[key][:shown] if shown > 0 else failed[key]
+        for result in listed:
+            lines.append(
+                f"    - {result.nodeid}: {result.reason}"
+                if result.reason
+                else f"    - {result.nodeid}"
+            )
+            lines += [f"        at {frame}" for frame in (where or {}).get(result.nodeid, ())[-1:]]
+        if len(listed) < len(failed[key]):
+            lines.append(f"    ... and {len(failed[key]) - len(listed)} more failed")
+    if every_one and any(line.startswith("    ... and ") for line in lines):
+        lines.append(f"every failed test, each with its reason: {every_one}")
     return lines
+
+
+def _owner_order(key: str, yours: set[str]) -> tuple[bool, str, str]:
+    """The candidates' own owners first (a drill's owner is the drill), then by package."""
+    owner = OWNERS.get(key)
+    package = owner.package if owner else ""
+    return (package not in yours and key not in yours, package, key)
+
+
+def _owner_head(
+    key: str, failed: Sequence[TestResult], swapped: Sequence[str], yours: set[str]
+) -> list[str]:
+    owner = OWNERS.get(key)
+    mechanism = owner.mechanism if owner else "unknown owner"
+    package = owner.package if owner else "?"
+    names: list[str] = []
+    if swapped and package not in yours and key not in yours:  # a composed test
+        used = {v for result in failed for v in result.variables if v in swapped}
+        names = sorted(VARIABLES[v].package for v in used)
+    ran = f"; ran your {', '.join(names)}" if names else ""
+    lines = [f"{key}  [{package}] {mechanism}  ({len(failed)} failed{ran})"]
+    if owner:
+        lines.append(f"    repair: {owner.repair}")
+        if owner.drills and owner.package != "drills":
+            lines.append(f"    drills: {drill_labels(owner.drills)}")
+        elif owner.related:  # a composed test's fault lies in the candidate it ran
+            where = f"your {', '.join(names)}" if names else owner.package
+            lines.append(f"    drills: {no_owning_drill(where, owner.related)}")
+    return lines
+
+
+# A failure that never ran the test's own check: the candidate was stopped earlier, the
+# run ended first, or the run never reported it.
+_NEVER_CHECKED = ("not run", "not reported", "skipped in")
+# What a failed comparison of values says (torch's assert_close, this kit's assert_close).
+_VALUE_MISMATCH = ("not close", "mismatched elements")
+_STRUCTURAL = ("signature", "shape", "dtype")
+
+
+def broken_clauses(failed: Sequence[TestResult], everything: Sequence[TestResult]) -> list[str]:
+    """The clauses these failed tests show broken, in clause order.
+
+    A test names every clause its calls rely on (a shape test also calls with the right
+    signature), so a failed test alone does not break each clause it names: one naming a
+    single clause breaks that clause; one naming several breaks those of them that no
+    passed test vouches for (a clause another test checked and found kept is not what
+    failed here), or, when every one is vouched for, all of them (nothing tells them
+    apart). A test that never ran its own check (the candidate was stopped after an
+    earlier failure) breaks none. And where a semantic clause is broken, a signature,
+    shape or dtype clause whose every failed test failed on compared values is not: the
+    values are the semantic clause's (a signature test that also checks the output fails
+    with the attention it calls)."""
+    vouched = {c for r in everything if r.outcome == "passed" and not r.held for c in r.clauses}
+    blamed: dict[str, list[TestResult]] = defaultdict(list)
+    for result in failed:
+        if result.held or result.reason.startswith(_NEVER_CHECKED):
+            continue
+        named = set(result.clauses)
+        if len(named) > 1:
+            named = (named - vouched) or named
+        for clause in named:
+            blamed[clause].append(result)
+    kinds = _kinds(blamed)
+    if any(kinds.get(clause) == "semantics" for clause in blamed):
+        for clause in [c for c in blamed if kinds.get(c) in _STRUCTURAL]:
+            if all(_value_mismatch(result) for result in blamed[clause]):
+                del blamed[clause]
+    return sorted(blamed, key=clause_order)
+
+
+def _kinds(blamed: Mapping[str, Sequence[TestResult]]) -> dict[str, str]:
+    """Each blamed clause's kind, from the README its tests' package states it in."""
+    kinds: dict[str, str] = {}
+    for clause, results in blamed.items():
+        test_file = Path(results[0].nodeid.split("::", 1)[0])
+        kinds.update(clause_kinds(test_file, [clause]))
+    return kinds
+
+
+def _value_mismatch(result: TestResult) -> bool:
+    return result.error == "AssertionError" and any(
+        words in result.reason.lower() for words in _VALUE_MISMATCH
+    )
 
 
 def drill_labels(drill_ids: Sequence[str]) -> str:
@@ -161,6 +269,7 @@ def failed_owners(results: Iterable[TestResult]) -> set[str]:
 __all__ = [
     "NOT_RERUN",
     "TIERS",
+    "broken_clauses",
     "drill_labels",
     "failed_owners",
     "graded_modules",

@@ -43,13 +43,15 @@ class TestResult:
 
 def package_of(path: Path) -> str:
     """`packages/<name>/tests/...` -> name; `integration_tests/...` -> integration;
-    a drill's suite `packages/drills/tests/<id>/...` -> its id (one scorecard row per drill)."""
+    a drill's or a kernel's suite `packages/{drills,kernels}/tests/<id>/...` -> its id (one
+    scorecard row per item)."""
     parts = path.parts
     if "integration_tests" in parts:
         return "integration"
     if "packages" in parts:
         index = len(parts) - 1 - parts[::-1].index("packages")
-        if parts[index + 1 : index + 3] == ("drills", "tests") and index + 4 < len(parts):
+        lane = parts[index + 1 : index + 2] in (("drills",), ("kernels",))  # a row per item
+        if lane and parts[index + 2 : index + 3] == ("tests",) and index + 4 < len(parts):
             return parts[index + 3]
         if index + 1 < len(parts):
             return parts[index + 1]

@@ -28,6 +28,7 @@ from typing import Any
 
 from . import reaper
 from .candidates import MECHANISM_VARIABLES, VARIABLES, is_reference
+from .cannot_grade import CAUSE_FILE_VARIABLE, recorded_cause
 from .defaults import HOLD_FD_VARIABLE
 from .results import ReportNotAuthenticError, TestResult, read_report
 
@@ -68,6 +69,10 @@ class SuiteRun:
     # The run earns nothing (`problem` says why): its judge or keeper died by a signal or
     # was stopped, its report did not come from its judge, or it ran past its deadline.
     forfeit: bool = False
+    # No verdict: a candidate could not be imported (`problem` says why); `results` are the
+    # tests listed for it, each failed as not run (grading.JudgedRun), so every count is
+    # 0 of the expected tests.
+    not_graded: bool = False
 
 
 def run_pytest(
@@ -275,6 +280,8 @@ class ForkedRun:
         # The run starts in a scratch folder: relative paths are resolved here, first.
         paths = [str(Path(p).resolve()) if Path(p).exists() else p for p in paths]
         self.paths = paths  # absolute where they exist: a test's nodeid resolves against them
+        self.cause_file = scratch / "cannot-grade.txt"  # a candidate error's line, if any
+        env = {**env, CAUSE_FILE_VARIABLE: str(self.cause_file)}
         argv = [*paths, "-p", "no:cacheprovider", "--gptlab-report", str(self.report)]
         argv += ["--gptlab-report-key", self._key.hex()]
         # Preloaded plugins (xdist, pytest-timeout, hypothesis) cannot be rewritten; fine.
@@ -475,6 +482,10 @@ class ForkedRun:
             problem = f"the process importing {self.describe} died (exit status {returncode})"
         elif not problem and not forfeit:
             problem = f"the grading process died (exit status {returncode})"
+        cause = recorded_cause(self.cause_file)  # a candidate that could not be imported
+        died = not problem or problem.startswith("the process importing")
+        if cause and died and not results and not forfeit:
+            problem = cause  # its own words, not "the process importing ... died"
         output = ""
         if self.log is not None and self.log.exists():
             output = self.log.read_text(encoding="utf-8", errors="replace")

@@ -127,6 +127,8 @@ def encode(
             extra["stride"] = stride
         if offset:
             extra["offset"] = offset
+        if travels_whole(value) and value.numel():
+            extra["whole"] = value.untyped_storage().nbytes() // value.element_size()
         if isinstance(value, torch.nn.Parameter):  # a module takes only a Parameter as one
             extra["param"] = 1
         if value.requires_grad:
@@ -251,7 +253,7 @@ def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[i
     dtype = str(detached.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
         raise TypeError(f"cannot send a {detached.dtype} tensor")
-    stride, offset, elements = _sent_layout(detached)
+    stride, offset, elements = _sent_layout(detached, travels_whole(tensor))
     if stride is not None:
         flat = detached.as_strided((elements,), (1,), 0).to("cpu").clone()
     else:
@@ -261,9 +263,43 @@ def _tensor(tensor: torch.Tensor, blobs: list[bytes]) -> tuple[list[Any], list[i
     return [len(blobs) - 1, dtype, list(detached.shape), str(tensor.device)], stride, offset
 
 
-def _sent_layout(tensor: torch.Tensor) -> tuple[list[int] | None, int, int]:
+# A guarded buffer (a view inside a larger allocation whose guard regions a kernel must
+# not touch) travels with its whole allocation, both ways, so that what a kernel reads or
+# writes past the view lands in the same guard bytes on either side (`with_allocation`).
+WHOLE_ALLOCATION = "_gptlab_whole_allocation"
+
+
+def with_allocation(tensor: torch.Tensor) -> torch.Tensor:
+    """Mark `tensor` (a CPU view) to travel with every byte of its storage, not only the
+    elements its view spans: the judge's guard regions reach the worker and come back."""
+    setattr(tensor, WHOLE_ALLOCATION, True)
+    return tensor
+
+
+def travels_whole(tensor: torch.Tensor) -> bool:
+    return getattr(tensor, WHOLE_ALLOCATION, False) is True and tensor.device.type == "cpu"
+
+
+def copy_allocation(original: torch.Tensor, value: torch.Tensor) -> bool:
+    """Write the whole allocation `value` came back with into `original`'s (both guarded
+    views with the same layout): True when done, False when either is not such a view."""
+    if not (travels_whole(original) and travels_whole(value)):
+        return False
+    source, target = value.untyped_storage(), original.untyped_storage()
+    same = source.nbytes() == target.nbytes() and value.stride() == original.stride()
+    if not same or value.storage_offset() != original.storage_offset():
+        return False
+    target.copy_(source)
+    return True
+
+
+def _sent_layout(tensor: torch.Tensor, whole: bool = False) -> tuple[list[int] | None, int, int]:
     """How a strided tensor travels: its strides and storage offset where the layout
-    travels as is (else None and 0: its elements, contiguous), and the elements sent."""
+    travels as is (else None and 0: its elements, contiguous), and the elements sent (a
+    guarded buffer's: its `whole` allocation)."""
+    if whole and tensor.numel():
+        elements = tensor.untyped_storage().nbytes() // tensor.element_size()
+        return [int(step) for step in tensor.stride()], int(tensor.storage_offset()), elements
     offset = int(tensor.storage_offset()) if tensor.numel() else 0
     shape, stride = list(tensor.shape), list(tensor.stride())
     # torch calls a tensor contiguous whatever the strides of its size-one dims: those
@@ -281,7 +317,7 @@ def _sent_layout(tensor: torch.Tensor) -> tuple[list[int] | None, int, int]:
 def sent_bytes(tensor: torch.Tensor) -> int:
     """The bytes of a CPU tensor's data as `encode` sends them (what the other side's copy
     of it holds in its storage)."""
-    return _sent_layout(tensor.detach())[2] * tensor.element_size()
+    return _sent_layout(tensor.detach(), travels_whole(tensor))[2] * tensor.element_size()
 
 
 def largest_tensor(result: Any) -> int:
@@ -472,7 +508,7 @@ def read_unchanged(data: Any) -> tuple[dict[str, Any], int] | None:
     return _facts(data["u"]), nbytes
 
 
-TENSOR_KEYS = frozenset({"facts", "stride", "grad", "inf", "offset", "gv", "param"})
+TENSOR_KEYS = frozenset({"facts", "stride", "grad", "inf", "offset", "gv", "param", "whole"})
 
 
 def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
@@ -491,7 +527,12 @@ def _untensor(spec: Any, blobs: list[bytes], facts: Any = None) -> torch.Tensor:
         raise WireError("malformed storage offset")
     if offset and stride is None:
         raise WireError("a storage offset without strides")
-    tensor = _untensor_plain(spec[:4], blobs, stride, extra.get("inf") == 1, offset)
+    whole = extra.get("whole")
+    if whole is not None and (type(whole) is not int or whole < 0 or stride is None):
+        raise WireError("malformed allocation size")
+    tensor = _untensor_plain(spec[:4], blobs, stride, extra.get("inf") == 1, offset, whole)
+    if whole is not None:
+        with_allocation(tensor)
     if extra.get("param") == 1:
         grad = extra.get("grad") == 1 and tensor.is_floating_point()
         tensor = torch.nn.Parameter(tensor, requires_grad=grad)
@@ -513,6 +554,7 @@ def _untensor_plain(
     stride: list[int] | None = None,
     inference: bool = False,
     offset: int = 0,
+    whole: int | None = None,
 ) -> torch.Tensor:
     index, name, shape, device = spec
     dtype = _dtype(name)
@@ -533,6 +575,10 @@ def _untensor_plain(
             return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
         return torch.empty(shape, dtype=dtype, device="meta")
     elements = numel if stride is None or not numel else offset + _span(shape, stride)
+    if whole is not None and numel:  # a guarded buffer: its whole allocation came
+        if whole < elements:
+            raise WireError("an allocation smaller than its view")
+        elements = whole
     if elements * dtype.itemsize != len(data):
         raise WireError(f"tensor of shape {shape} ({name}) does not match its {len(data)} bytes")
     flat = (

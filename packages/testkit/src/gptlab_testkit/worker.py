@@ -406,6 +406,26 @@ class CallRaisedError(Exception):
         self.error, self.after, self.out = error, after, out
 
 
+FRAMES_SENT = 4  # the innermost frames of the submission's own files a raise reports
+
+
+def submission_frames(error: BaseException, lines: dict[str, list[str]]) -> list[list[Any]]:
+    """Where the candidate's exception passed through the submission's own files, innermost
+    last: [file name, line, function, source line] each. Only the traceback's frames are
+    walked and only those frames' lines read (formatting a whole traceback is what a probing
+    `getattr(model, name, None)` must not pay). Shown to the learner, never scored."""
+    frames: list[list[Any]] = []
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        source = lines.get(code.co_filename)
+        if source is not None:
+            line = source[tb.tb_lineno - 1].strip() if 0 < tb.tb_lineno <= len(source) else ""
+            frames.append([os.path.basename(code.co_filename), tb.tb_lineno, code.co_name, line])
+        tb = tb.tb_next
+    return frames[-FRAMES_SENT:]
+
+
 class Server:
     def __init__(self, wire: Any, refuser: Refuser, fd_in: int, fd_out: int) -> None:
         self.wire, self.refuser = wire, refuser
@@ -416,6 +436,7 @@ class Server:
         self.kept = Kept()
         self.functions: dict[tuple[Any, str], Any] = {}  # the test's, by (identity, source)
         self.rank: Any = None  # a distributed suite's rank: its collectives' recorder
+        self.lines: dict[str, list[str]] = {}  # the submission's files by their copy's path
 
     def handle_of(self, value: Any) -> dict[str, Any]:
         if _LENT_MODULE and isinstance(value, _LENT_MODULE[0]):
@@ -531,11 +552,13 @@ class Server:
         except CallRaisedError as raised:  # the judge mirrors the arguments, then raises
             error = raised.error
             reply = {"raised": [type(error).__name__, str(error)[:2000]], "after": raised.after}
+            reply["where"] = submission_frames(error, self.lines)
             out = raised.out
         except BaseException as error:  # the candidate's exception, reported by name and
-            # text (not its traceback: the judge shows none, and formatting one reads source
-            # lines, a cost each AttributeError of a probing `getattr(model, name, None)` paid)
+            # text, and where it passed through the submission's files (never the whole
+            # traceback: see `submission_frames`)
             reply, out = {"raised": [type(error).__name__, str(error)[:2000]]}, []
+            reply["where"] = submission_frames(error, self.lines)
         after = torch.get_rng_state()
         if not torch.equal(before, after):  # the candidate drew: the judge's stream moves on
             reply["rng"] = self.wire.encode(after, out)
@@ -683,6 +706,9 @@ class Server:
         # First: a submission's own file named like a refused module (a seed-style folder's
         # kv_cache.py) is its own code; every other name still meets the refuser.
         sys.meta_path.insert(0, Sources(message["files"], message.get("seeds") or {}))
+        self.lines = {
+            str(path): str(source).splitlines() for path, source in message["files"].values()
+        }
         self.module = importlib.import_module(message["main"])
         names = sorted(name for name in dir(self.module) if not name.startswith("__"))
         return {"names": names, "file": getattr(self.module, "__file__", "")}, []
@@ -775,8 +801,9 @@ class Server:
 
         if isinstance(value, torch.Tensor) and value.layout != torch.strided:
             return None  # a sparse argument is not mirrored back
-        if isinstance(value, torch.Tensor) and _as_it_was(value, found.get(id(value))):
-            return self.wire.unchanged(facts(value), self.wire.sent_bytes(value))
+        as_it_was = isinstance(value, torch.Tensor) and _as_it_was(value, found.get(id(value)))
+        if as_it_was and not self.wire.travels_whole(value):  # a guarded buffer's guards may
+            return self.wire.unchanged(facts(value), self.wire.sent_bytes(value))  # have changed
         if isinstance(value, torch.Tensor | torch.Generator):
             return self.wire.encode(value, out, facts=facts)
         if depth < 8 and isinstance(value, list | tuple):

@@ -1,18 +1,12 @@
-"""The error for an argument of the wrong kind (a list for a tensor, a dict for a config)."""
+"""The error for an argument of the wrong kind (a list for a tensor, a dict for a config).
+
+It is `arg_checks`' one class, shared by every package that checks arguments: a
+TypeError, and a ValueError too, since the contract promises ValueError for every
+malformed argument, so code that catches ValueError keeps working.
+"""
 
 from __future__ import annotations
 
-
-class ArgumentTypeError(TypeError, ValueError):
-    """A wrong kind of object for an argument; the message names the argument.
-
-    It is a TypeError, and a ValueError too: the contract promises ValueError for
-    every malformed argument, so code that catches ValueError keeps working.
-    """
-
-
-def type_name(value: object) -> str:
-    return type(value).__name__
-
+from arg_checks import ArgumentTypeError, type_name
 
 __all__ = ["ArgumentTypeError", "type_name"]

@@ -23,11 +23,13 @@ GPT-2 checkpoints use the tanh-approximate GELU ("gelu_new") and LayerNorm eps 1
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
 from torch import Tensor, nn
+
+from arg_checks import check_weights, numbered_count
 
 from .config import GPTConfig
 from .errors import ArgumentTypeError, type_name
@@ -124,22 +126,6 @@ def _copy(tensor: Tensor, transpose: bool) -> Tensor:
     return (tensor.t() if transpose else tensor).clone(memory_format=torch.contiguous_format)
 
 
-def _check_state_dict(state_dict: object, what: str) -> Mapping[str, Tensor]:
-    """A mapping of str names to floating-point tensors, else an error naming the key."""
-    if not isinstance(state_dict, Mapping):
-        raise ArgumentTypeError(
-            f"{what} must be a mapping of names to tensors, got {type_name(state_dict)}"
-        )
-    for name, value in state_dict.items():
-        if not isinstance(name, str):
-            raise ArgumentTypeError(f"{what} keys must be str, got {type_name(name)} {name!r}")
-        if not isinstance(value, Tensor):
-            raise ArgumentTypeError(f"{what}[{name!r}] must be a Tensor, got {type_name(value)}")
-        if not value.is_floating_point():
-            raise ValueError(f"{what}[{name!r}] must be a floating-point weight, got {value.dtype}")
-    return state_dict
-
-
 def _check_key_sets(present: set[str], expected: set[str], what: str) -> None:
     missing, unexpected = sorted(expected - present), sorted(present - expected)
     if missing or unexpected:
@@ -158,27 +144,6 @@ def _check_shapes(
             raise ValueError(
                 f"{what} {name!r} has shape {tuple(state_dict[name].shape)}, expected {shape}"
             )
-
-
-def _block_count(names: Iterable[str]) -> int:
-    """How many TinyGPT blocks the names cover; indices must run 0..n-1 with no gap.
-
-    Reads only the names present, so an absurd index (blocks.999999999.x) is an error
-    naming its key, never a reason to enumerate a billion expected names.
-    """
-    indices: dict[int, str] = {}
-    for name in names:
-        if match := _TINYGPT_BLOCK.match(name):
-            indices.setdefault(int(match.group(1)), name)
-    for index in sorted(indices):
-        if index >= len(indices):
-            raise ValueError(
-                f"TinyGPT state dict {indices[index]!r}: block {index} of only "
-                f"{len(indices)} blocks (indices must run 0..{len(indices) - 1})"
-            )
-    if not indices:
-        raise ValueError("TinyGPT state dict has no blocks.<i>.* weights")
-    return len(indices)
 
 
 def _check_tied(
@@ -222,7 +187,7 @@ def from_gpt2_state_dict(state_dict: Mapping[str, Tensor], config: GPTConfig) ->
     """
     if not isinstance(config, GPTConfig):
         raise ArgumentTypeError(f"config must be a GPTConfig, got {type_name(config)}")
-    body, head = _strip_gpt2_prefix(_check_state_dict(state_dict, "state_dict"))
+    body, head = _strip_gpt2_prefix(check_weights("state_dict", state_dict))
     shapes = _gpt2_shapes(
         config.vocab_size, config.context_length, config.d_model, config.d_ff, config.n_layers
     )
@@ -254,9 +219,9 @@ def to_gpt2_state_dict(model_or_state_dict: nn.Module | Mapping[str, Tensor]) ->
             "model_or_state_dict must be a TinyGPT or its state dict, got "
             f"{type_name(model_or_state_dict)}"
         )
-    state_dict = _check_state_dict(model_or_state_dict, "model_or_state_dict")
+    state_dict = check_weights("model_or_state_dict", model_or_state_dict)
     body = {name: value for name, value in state_dict.items() if name != "lm_head.weight"}
-    n_layers = _block_count(body)
+    n_layers = numbered_count(body, _TINYGPT_BLOCK, what="TinyGPT state dict", unit="block")
     mapping = list(_parameter_map(n_layers))
     _check_key_sets(set(body), {tinygpt for _, tinygpt, _ in mapping}, "TinyGPT state dict")
     _check_shapes(body, _tinygpt_shapes(body, mapping, n_layers), "TinyGPT state dict")

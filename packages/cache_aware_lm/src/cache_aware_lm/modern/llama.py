@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from torch import Tensor
 
 import modern_lm
+from arg_checks import check_weights, numbered_count
 from tinygpt import ArgumentTypeError
 
 from .config import ModernConfig
@@ -122,7 +123,7 @@ def from_llama_state_dict(
     or a shape that disagrees with the embedding and layer 0 (with ``config``: with
     the config, layer count included); TypeError for a non-tensor.
     """
-    _check_tensors(state_dict, "state_dict")
+    check_weights("state_dict", state_dict)
     ours: dict[str, Tensor] = {}
     to_ours_top = {llama: own for own, llama in _TOP_NAMES.items()}
     to_ours_layer = {llama: own for own, llama in _LAYER_NAMES.items()}
@@ -150,7 +151,7 @@ def to_llama_state_dict(
 
     Checked as ``from_llama_state_dict`` checks, with this model's names in the errors.
     """
-    _check_tensors(state_dict, "state_dict")
+    check_weights("state_dict", state_dict)
     for name in state_dict:
         layer = _OURS_LAYER.fullmatch(name)
         if name not in _TOP_NAMES and not (layer and layer.group(2) in _LAYER_NAMES):
@@ -166,20 +167,6 @@ def to_llama_state_dict(
     return llama
 
 
-def _check_tensors(state_dict: object, what: str) -> None:
-    if not isinstance(state_dict, Mapping):
-        raise ArgumentTypeError(
-            f"{what} must be a mapping of names to tensors, got {type(state_dict).__name__}"
-        )
-    for name, value in state_dict.items():
-        if not isinstance(name, str) or not isinstance(value, Tensor):
-            raise ArgumentTypeError(
-                f"{what} must map str names to Tensors, got {name!r}: {type(value).__name__}"
-            )
-        if not value.is_floating_point():
-            raise ValueError(f"{what}[{name!r}] must be a floating-point weight, got {value.dtype}")
-
-
 def _check_model_state(
     ours: Mapping[str, Tensor], config: ModernConfig | None, shown: Callable[[str], str]
 ) -> None:
@@ -188,7 +175,7 @@ def _check_model_state(
         raise ArgumentTypeError(
             f"config must be a ModernConfig or None, got {type(config).__name__}"
         )
-    n_layers = _layer_count(ours, shown)
+    n_layers = numbered_count(ours, _OURS_LAYER, what="the state dict", unit="layer", shown=shown)
     if config is not None and n_layers != config.n_layers:
         raise ValueError(
             f"the state dict has {n_layers} layers, config.n_layers is {config.n_layers} "
@@ -202,23 +189,6 @@ def _check_model_state(
             raise ValueError(
                 f"{shown(name)!r} has shape {tuple(ours[name].shape)}, expected {shape}"
             )
-
-
-def _layer_count(ours: Mapping[str, Tensor], shown: Callable[[str], str]) -> int:
-    """Layers the names cover, numbered 0..n-1 (an absurd index is named, never enumerated)."""
-    first_name: dict[int, str] = {}
-    for name in ours:
-        if layer := _OURS_LAYER.fullmatch(name):
-            first_name.setdefault(int(layer.group(1)), name)
-    for index in sorted(first_name):
-        if index >= len(first_name):
-            raise ValueError(
-                f"{shown(first_name[index])!r}: layer {index} of only {len(first_name)} layers "
-                f"(indices must run 0..{len(first_name) - 1})"
-            )
-    if not first_name:
-        raise ValueError("the state dict has no decoder layers")
-    return len(first_name)
 
 
 def _expected_shapes(

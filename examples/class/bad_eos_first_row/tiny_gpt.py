@@ -1,1 +1,0 @@
-../../../integration_tests/known_bad/bad_tinygpt_eos_first_row.py

@@ -1,0 +1,10 @@
+"""Triton's interpreter where no CUDA device is: set before triton is imported."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
