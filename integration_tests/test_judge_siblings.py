@@ -29,6 +29,7 @@ def test_the_scheduler_may_use_paged_kv_and_the_models_but_not_itself() -> None:
 def test_a_mechanism_without_siblings_and_a_drill_refuse_every_package() -> None:
     # a drill's variable, whether or not gptlab-drills is installed here
     drill = "_".join(["DRILL", "P19", "MODULE"])
-    assert siblings(variable_of("kv_cache")) == frozenset()
+    # kv_cache needs only its argument checks (gptlab-arg-checks), no mechanism
+    assert siblings(variable_of("kv_cache")) == frozenset({"arg_checks"})
     assert siblings(drill) == frozenset()
     assert _refused(drill) == REFUSED

@@ -609,7 +609,7 @@ class Practice:
     def _clause_line(self, clause_id: str) -> str:
         """`P19.6 (semantics) grouped queries: ...`, from the README that states it (the
         drills' or modern_lm's), cut to a line; the id alone where none is found."""
-        from gptlab_testkit.clauses import readme_clauses
+        from gptlab_testkit import readme_clauses
 
         for package in ("drills", "modern_lm"):
             readme = (self.root or Path(".")) / "packages" / package / "README.md"

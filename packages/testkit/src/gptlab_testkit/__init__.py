@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     )
     from .candidates import VARIABLES, CandidateError, candidate, load_candidate
     from .cannot_grade import hint_for
-    from .clauses import clause_order
+    from .clauses import clause_order, readme_clauses
     from .owners import OWNERS, Owner
     from .reporting import broken_clauses, drill_labels, no_owning_drill
     from .results import TestResult
@@ -62,7 +62,7 @@ _SOURCES = {
     ),
     **dict.fromkeys(("VARIABLES", "CandidateError", "candidate", "load_candidate"), "candidates"),
     "hint_for": "cannot_grade",
-    "clause_order": "clauses",
+    **dict.fromkeys(("clause_order", "readme_clauses"), "clauses"),
     **dict.fromkeys(("OWNERS", "Owner"), "owners"),
     **dict.fromkeys(("broken_clauses", "drill_labels", "no_owning_drill"), "reporting"),
     "TestResult": "results",
@@ -120,6 +120,7 @@ __all__ = [
     "hint_for",
     "load_candidate",
     "no_owning_drill",
+    "readme_clauses",
     "run_pytest",
     "shares_storage",
     "state_fingerprint",
