@@ -147,7 +147,10 @@ def warm_up() -> None:
     # One intra-op thread per test process: runs are side by side already, tiny models
     # only lose to thread contention, and a forked child must not inherit a thread pool.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    references = [v.default_module for v in VARIABLES.values()] + list(_REFERENCE_EXTRAS)
+    # Not the references that need a third-party runtime (triton for the Triton lane): a
+    # second of import for every grade, and its bindings' leak report on every exit.
+    references = [v.default_module for v in VARIABLES.values() if not v.worker_distributions]
+    references += list(_REFERENCE_EXTRAS)
     for name in (*_PRELOAD, *references):
         with contextlib.suppress(ImportError):  # a venv without that package
             importlib.import_module(name)
