@@ -301,8 +301,9 @@ def practice_tests(session: nox.Session) -> None:
 
 @nox.session
 def integration(session: nox.Session) -> None:
-    """The composed slice: prefix cache -> KVCache -> chunked prefill -> decode."""
-    install_packages(session, *RUNTIME_PACKAGES)
+    """The composed slice: prefix cache -> KVCache -> chunked prefill -> decode; and every
+    package README's example (so the drills, the stdlib pair and the kernels are here too)."""
+    install_packages(session, *RUNTIME_PACKAGES, "drills", "stdlib_pair", "kernels")
     session.run("pytest", "integration_tests", *session.posargs)
 
 

@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 ROOT = Path(__file__).resolve().parents[3]
 DRILLS_README = ROOT / "packages" / "drills" / "README.md"
 # Owners of the grading tools, not of a learner's invariant: no drill repairs them.
-TOOL_OWNERS = {"grading", "practice", "package_isolation", "trained_pair"}
+# Owners of tools no learner writes (the argument checks the references share among them).
+TOOL_OWNERS = {"grading", "practice", "package_isolation", "trained_pair", "argument_checks"}
 Practise = Any  # the conftest's runner: practise(*argv) -> Run(code, out, err)
 FakeClock = Any
 
