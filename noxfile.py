@@ -634,6 +634,7 @@ IMPORT_NAMES = {
     "testkit": "gptlab_testkit",
     "practice": "gptlab_practice",
     "drills": "gptlab_drills",
+    "kernels": "gptlab_kernels",
 }
 
 # Every name a package exports must resolve once installed alone.

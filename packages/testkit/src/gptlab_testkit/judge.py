@@ -177,8 +177,12 @@ def _site_dirs(variable: str = "") -> list[str]:
     trusted fixture's worker: the judge's whole import path)."""
     if trusted():
         return [entry for entry in sys.path if entry and Path(entry).is_dir()]
+    from .variables import VARIABLES
+
     found = []
-    for module in ("torch", "numpy", *sorted(siblings(variable) if variable else ())):
+    # a lane's runtime (triton) may live apart from torch (nox links one shared torch)
+    runtime = VARIABLES[variable].worker_distributions if variable in VARIABLES else ()
+    for module in ("torch", "numpy", *sorted(siblings(variable) if variable else ()), *runtime):
         with contextlib.suppress(ImportError, AttributeError, TypeError):
             found.append(str(Path(str(__import__(module).__file__)).resolve().parents[1]))
     if variable and siblings(variable):

@@ -147,6 +147,11 @@ def warm_up() -> None:
     # One intra-op thread per test process: runs are side by side already, tiny models
     # only lose to thread contention, and a forked child must not inherit a thread pool.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # What a lane's worker gets (Triton's interpreter) holds where its references run in
+    # process too, set before any preload can import that runtime (dynamo imports triton).
+    for variable in VARIABLES.values():
+        for key, value in variable.worker_environment:
+            os.environ.setdefault(key, value)
     # Not the references that need a third-party runtime (triton for the Triton lane): a
     # second of import for every grade, and its bindings' leak report on every exit.
     references = [v.default_module for v in VARIABLES.values() if not v.worker_distributions]
