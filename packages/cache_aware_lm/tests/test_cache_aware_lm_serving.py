@@ -23,7 +23,7 @@ from torch import Tensor
 from gptlab_testkit import assert_close, assert_past_close, candidate, test_device
 from gptlab_testkit.kv_storage import data_pointers, pad_rows
 from gptlab_testkit.models import cache_aware_modules
-from gptlab_testkit.worker_facts import same_objects, worker_reported
+from gptlab_testkit.objects import assert_same_objects, reported
 
 cam = candidate("CACHE_AWARE_LM_MODULE")
 kvc = candidate("KV_CACHE_MODULE")
@@ -225,9 +225,9 @@ def test_decode_writes_in_place_without_reallocating(model):
     ids = random_tokens(2, 3, seed=5)
     serve(model, ids, position_rows([0, 5], 3), 9, storage)
     tensors_after = storage.storage
-    seen_by = worker_reported(tensors_after)  # a judged KVCache: only its worker sees them
-    assert same_objects(tensors_after, tensors_before), "storage rebound" + seen_by
-    assert data_pointers(tensors_after) == pointers_before, "storage reallocated" + seen_by
+    assert_same_objects(tensors_after, tensors_before, "storage rebound")
+    reallocated = "storage reallocated" + reported(tensors_after)
+    assert data_pointers(tensors_after) == pointers_before, reallocated
 
 
 class CountingStorage:

@@ -33,7 +33,7 @@ from gptlab_testkit.boundary import (
     wrong_kind_for_sequence,
     wrong_kind_for_tensor,
 )
-from gptlab_testkit.worker_facts import data_ptr, identity, worker_reported
+from gptlab_testkit.objects import assert_other_memory, object_id, reported
 
 kvc = candidate("KV_CACHE_MODULE")
 
@@ -544,7 +544,7 @@ class KVCacheMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.cache = kvc.KVCache(LAYERS, B, H, CAP, D, device=DEVICE)
-        self.storage_ids = [identity(tensor) for pair in self.cache.storage for tensor in pair]
+        self.storage_ids = [object_id(tensor) for pair in self.cache.storage for tensor in pair]
         self.expected = [torch.zeros(B, H, CAP, D, device=DEVICE) for _ in range(2 * LAYERS)]
         self.lengths, self.starts = [0] * B, [0] * B
         self.seed = 0
@@ -615,8 +615,8 @@ class KVCacheMachine(RuleBasedStateMachine):
     @invariant()
     def storage_matches_the_model(self) -> None:
         tensors = [tensor for pair in self.cache.storage for tensor in pair]
-        assert [identity(tensor) for tensor in tensors] == self.storage_ids, (
-            "storage was rebound" + worker_reported(tensors)
+        assert [object_id(tensor) for tensor in tensors] == self.storage_ids, (
+            "storage was rebound" + reported(tensors)
         )
         for index, (got, want) in enumerate(zip(tensors, self.expected, strict=True)):
             assert torch.equal(got, want), f"storage tensor {index} differs from the model"
@@ -640,9 +640,7 @@ class KVCacheMachine(RuleBasedStateMachine):
                 value, stored_value[:, :, :L]
             )
             assert torch.equal(key_copy, key) and torch.equal(value_copy, value)
-            assert data_ptr(key_copy) != data_ptr(stored_key), (
-                "snapshot is the storage, not a copy" + worker_reported(key_copy)
-            )
+            assert_other_memory(key_copy, stored_key, "snapshot is the storage, not a copy")
 
 
 KVCacheMachine.TestCase.settings = boundary_settings(max_examples=15, stateful_step_count=10)

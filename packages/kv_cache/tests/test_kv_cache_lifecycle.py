@@ -7,7 +7,7 @@ import torch
 
 from gptlab_testkit import assert_no_shared_storage, candidate, shares_storage
 from gptlab_testkit.kv_storage import data_pointers
-from gptlab_testkit.worker_facts import current, same_objects, worker_reported
+from gptlab_testkit.objects import assert_same_objects, assert_values_now, reported
 
 kvc = candidate("KV_CACHE_MODULE")
 
@@ -110,7 +110,7 @@ def test_model_inputs_are_storage_views_sliced_to_the_logical_length(kv):
         assert key.shape == value.shape == kv.shape(4), "K/V must be sliced to logical_length"
         assert torch.equal(key, stored_key[:, :, :4]) and torch.equal(value, stored_value[:, :, :4])
         assert shares_storage(key, stored_key) and shares_storage(value, stored_value), (
-            "model_inputs must be views of the storage, not copies" + worker_reported(key)
+            "model_inputs must be views of the storage, not copies" + reported(key)
         )
     assert lengths.tolist() == [2, 4] and starts.tolist() == [3, 0]
 
@@ -129,7 +129,7 @@ def test_metadata_properties_are_copies(kv):
     for name in ("cache_lengths", "cache_start_positions"):
         first, second = getattr(cache, name), getattr(cache, name)
         assert not shares_storage(first, second), (
-            f"{name} returns the cache's own tensor" + worker_reported(first)
+            f"{name} returns the cache's own tensor" + reported(first)
         )
 
 
@@ -159,8 +159,8 @@ def test_reset_keeps_storage_and_hides_old_tokens(kv):
     cache.reset(kv.long([5, 2]))
 
     now = cache.storage
-    assert same_objects(now, tensors), "reset rebound the storage" + worker_reported(now)
-    assert data_pointers(now) == pointers, "reset reallocated the storage" + worker_reported(now)
+    assert_same_objects(now, tensors, "reset rebound the storage")
+    assert data_pointers(now) == pointers, "reset reallocated the storage" + reported(now)
     assert cache.cache_lengths.tolist() == [0, 0]
     assert cache.cache_start_positions.tolist() == [5, 2]
     assert cache.logical_length == 0
@@ -237,9 +237,7 @@ def test_a_view_taken_before_reset_sees_the_writes_after_it(kv):
 
     wanted = [tensor for pair in fresh for tensor in pair]
     for view, want in zip(views, wanted, strict=True):
-        assert torch.equal(current(view), want), (
-            "reset moved the storage: an earlier view went stale" + worker_reported(view)
-        )
+        assert_values_now(view, want, "reset moved the storage: an earlier view went stale")
 
 
 def test_load_accepts_an_empty_row_and_zeroes_it(kv):

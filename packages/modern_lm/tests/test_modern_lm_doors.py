@@ -13,7 +13,7 @@ import torch
 
 import modern_lm
 from gptlab_testkit.boundary import WRONG_KIND, assert_rejected_unchanged, assert_rejects
-from gptlab_testkit.worker_facts import identity
+from gptlab_testkit.objects import assert_same_object
 
 pytestmark = pytest.mark.extension
 
@@ -54,7 +54,11 @@ def test_a_checkpoint_that_does_not_fit_changes_nothing(m02, tied, case):
     _label, state, name = next(c for c in checkpoint_cases(m02, config) if c[0] == case)
     assert_rejected_unchanged(model, lambda: model.load_state_dict(state), LOAD_ERRORS, name)
     if tied:
-        assert identity(model.lm_head.weight) == identity(model.model.embed_tokens.weight)
+        assert_same_object(
+            model.lm_head.weight,
+            model.model.embed_tokens.weight,
+            "lm_head and embed_tokens weights",
+        )
 
 
 @pytest.mark.owner("modern_checkpoint")
@@ -84,7 +88,9 @@ def test_assign_keeps_the_tie(m02):
     state["lm_head.weight"] = state["model.embed_tokens.weight"].clone()
     model = m02.model(config)
     model.load_state_dict(state, assign=True)
-    assert identity(model.lm_head.weight) == identity(model.model.embed_tokens.weight)
+    assert_same_object(
+        model.lm_head.weight, model.model.embed_tokens.weight, "lm_head and embed_tokens weights"
+    )
     assert torch.equal(model.lm_head.weight, state["lm_head.weight"])
 
 

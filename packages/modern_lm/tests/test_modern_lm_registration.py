@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gptlab_testkit import assert_close, candidate
-from gptlab_testkit.worker_facts import identity
+from gptlab_testkit.objects import assert_same_object
 
 lm = candidate("MODERN_LM_MODULE")
 
@@ -97,9 +97,13 @@ def test_float64_is_float64_inside_where_rope_is_exact(m02):
 def test_a_tied_head_is_the_embedding_parameter_also_after_a_strict_load(m02):
     config = m02.config(tie_word_embeddings=True)
     model = m02.model(config)
-    assert identity(model.lm_head.weight) == identity(model.model.embed_tokens.weight)
+    assert_same_object(
+        model.lm_head.weight, model.model.embed_tokens.weight, "lm_head and embed_tokens weights"
+    )
     model.load_state_dict(m02.random_state(config, seed=5), strict=True)
-    assert identity(model.lm_head.weight) == identity(model.model.embed_tokens.weight)
+    assert_same_object(
+        model.lm_head.weight, model.model.embed_tokens.weight, "lm_head and embed_tokens weights"
+    )
 
 
 @pytest.mark.clause("M02.21")

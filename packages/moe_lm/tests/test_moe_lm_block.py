@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gptlab_testkit import assert_close, candidate
-from gptlab_testkit.worker_facts import is_instance
+from gptlab_testkit.objects import assert_instance
 
 moe = candidate("MOE_LM_MODULE")
 
@@ -30,8 +30,8 @@ def test_keyword_construction_and_a_module_list_of_experts(m05):
         block = moe.SparseMoE(
             hidden_size=8, intermediate_size=12, num_experts=5, experts_per_token=2
         )
-    assert is_instance(block, torch.nn.Module)
-    assert is_instance(block.experts, torch.nn.ModuleList)
+    assert_instance(block, torch.nn.Module, "the MoE block")
+    assert_instance(block.experts, torch.nn.ModuleList, "block.experts")
     assert len(block.experts) == 5
     assert sorted(block.state_dict()) == sorted(m05.block_shapes(8, 12, 5))
 

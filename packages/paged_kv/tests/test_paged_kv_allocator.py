@@ -7,7 +7,7 @@ import torch
 
 from gptlab_testkit import test_device
 from gptlab_testkit.kv_storage import data_pointers
-from gptlab_testkit.worker_facts import same_objects, worker_reported
+from gptlab_testkit.objects import assert_same_objects, reported
 
 pytestmark = [pytest.mark.owner("block_allocator"), pytest.mark.contract]
 
@@ -127,6 +127,6 @@ def test_storage_objects_and_pointers_are_stable(pool):
     pool.fill("c", blocks=5, seed=2)
 
     now = [t for pair in pool.cache.storage for t in pair]
-    assert same_objects(now, tensors), "storage rebound" + worker_reported(now)
-    reallocated = "storage reallocated" + worker_reported(now)
+    assert_same_objects(now, tensors, "storage rebound")
+    reallocated = "storage reallocated" + reported(now)
     assert data_pointers(pool.cache.storage) == pointers, reallocated

@@ -12,7 +12,7 @@ from torch import nn
 from gptlab_testkit import candidate, test_device
 from gptlab_testkit.boundary import other_devices
 from gptlab_testkit.messages import what_is_wrong
-from gptlab_testkit.worker_facts import identity, is_instance
+from gptlab_testkit.objects import is_instance, object_id
 
 tg = candidate("TINY_GPT_MODULE")
 
@@ -110,9 +110,9 @@ def test_blocks_are_a_registered_module_list(make_model):
     model = make_model()
     assert is_instance(model.blocks, nn.ModuleList)
     assert len(model.blocks) == model.config.n_layers
-    registered = {identity(parameter) for parameter in model.parameters()}
+    registered = {object_id(parameter) for parameter in model.parameters()}
     for block in model.blocks:
-        assert all(identity(parameter) in registered for parameter in block.parameters())
+        assert all(object_id(parameter) in registered for parameter in block.parameters())
 
 
 @pytest.mark.owner("registration")
@@ -174,7 +174,7 @@ def test_logits_have_shape_batch_time_vocab(make_model, make_tokens):
 @pytest.mark.owner("tying")
 def test_lm_head_weight_is_the_token_embedding_parameter(make_model):
     model = make_model()
-    assert identity(model.lm_head.weight) == identity(model.token_embedding.weight)
+    assert object_id(model.lm_head.weight) == object_id(model.token_embedding.weight)
 
 
 @pytest.mark.owner("tying")

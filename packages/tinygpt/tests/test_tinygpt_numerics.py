@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gptlab_testkit import assert_close, candidate, test_device
-from gptlab_testkit.worker_facts import identity
+from gptlab_testkit.objects import assert_same_object
 
 tg = candidate("TINY_GPT_MODULE")
 
@@ -175,7 +175,9 @@ def test_strict_state_round_trip_keeps_outputs_and_tying(make_model, make_tokens
     source, target = make_model(seed=1), make_model(seed=2)
     tokens = make_tokens(2, 6)
     target.load_state_dict(source.state_dict(), strict=True)
-    assert identity(target.lm_head.weight) == identity(target.token_embedding.weight)
+    assert_same_object(
+        target.lm_head.weight, target.token_embedding.weight, "lm_head and token_embedding weights"
+    )
     assert_close(target(tokens).logits, source(tokens).logits, "logits after load")
 
 

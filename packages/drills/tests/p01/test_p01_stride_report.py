@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlab_testkit import candidate, test_device
+from gptlab_testkit.objects import reported, reported_address
 from gptlab_testkit.oracles import assert_binds, inputs_untouched
-from gptlab_testkit.worker_facts import judge_address, worker_reported
 
 drill = candidate("DRILL_P01_MODULE")
 
@@ -28,10 +28,10 @@ def contiguous_flag(report: dict) -> bool:
 
 def report_of(x: torch.Tensor) -> dict:
     """The candidate's report of x, its data_ptr read as an address of x's memory here (a
-    candidate graded in a worker process reports its copy's: `judge_address`)."""
+    candidate graded in a process of its own reports its copy's: `reported_address`)."""
     report = drill.stride_report(x)
     if isinstance(report, dict) and "data_ptr" in report:
-        report = {**report, "data_ptr": judge_address(report["data_ptr"])}
+        report = {**report, "data_ptr": reported_address(report["data_ptr"])}
     return report
 
 
@@ -49,7 +49,7 @@ def assert_reports(x: torch.Tensor, what: str) -> dict:
     assert flag == x.is_contiguous(), f"{what}: contiguous {flag}, tensor says {x.is_contiguous()}"
     assert report["dtype"] in (x.dtype, str(x.dtype)), f"{what}: dtype {report['dtype']}"
     assert torch.device(report["device"]) == x.device, f"{what}: device {report['device']}"
-    where = worker_reported(x)
+    where = reported(x)
     assert report["data_ptr"] == x.data_ptr(), f"{what}: data_ptr {report['data_ptr']}{where}"
     return report
 

@@ -15,8 +15,8 @@ from gptlab_testkit import (
     shares_storage,
     test_device,
 )
+from gptlab_testkit.objects import assert_instance
 from gptlab_testkit.oracles import assert_binds, inputs_untouched, seeded
-from gptlab_testkit.worker_facts import is_instance
 
 drill = candidate("DRILL_P16_MODULE")
 
@@ -164,7 +164,7 @@ def test_the_constructor_takes_both_sizes_positionally():
     assert_binds(drill.SwiGLU, 4, 3)
     mlp = drill.SwiGLU(4, 3)
 
-    assert is_instance(mlp, torch.nn.Module)
+    assert_instance(mlp, torch.nn.Module, "the SwiGLU block")
     assert tuple(mlp.state_dict()["down_proj.weight"].shape) == (4, 3)
 
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from gptlab_testkit import candidate, test_device
+from gptlab_testkit.objects import object_id, reported
 from gptlab_testkit.oracles import inputs_untouched, seeded
-from gptlab_testkit.worker_facts import identity, worker_reported
 
 drill = candidate("DRILL_P17_MODULE")
 
@@ -231,5 +231,5 @@ def test_each_call_returns_a_report_of_its_own():
     second = drill.probe_inference_state(module, x)
 
     assert len(second) == 6, "editing one report changed the next"
-    shared = identity(second) == identity(first) or second[key] is entry
-    assert not shared, f"the report objects are shared{worker_reported(second)}"
+    shared = object_id(second) == object_id(first) or second[key] is entry
+    assert not shared, f"the report objects are shared{reported(second)}"

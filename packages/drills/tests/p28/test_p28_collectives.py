@@ -1,10 +1,10 @@
 """P28 run_collectives(x) -> (reduced, gathered, scattered) on two real Gloo ranks.
 
-The `ranks` fixture (conftest.py) forks two ranks once for this module; a job below runs
-on both, each with its own x. Inputs are small integers, so every sum is exact. Every run
-also checks the two rules no single result shows: the ranks issued the same collectives
-in the same order, and every async handle was waited on (`TwoRanks.run`). A job's own
-`dist` calls go where the candidate runs (`torch_beside`: under the judge, its worker).
+The `two_ranks` fixture (`gptlab_testkit.rank_pair`) forks two ranks once for this
+module; a job below runs on both, each with its own x. Inputs are small integers, so every
+sum is exact. Every run also checks the two rules no single result shows: the ranks issued
+the same collectives in the same order, and every async handle was waited on
+(`TwoRanks.run`). A job's own `dist` calls go where the candidate runs (`torch_beside`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from gptlab_testkit import candidate
 from gptlab_testkit.boundary import names_argument, names_value
 from gptlab_testkit.oracles import tensor_state
-from gptlab_testkit.ranks import torch_beside
+from gptlab_testkit.rank_pair import torch_beside
 
 drill = candidate("DRILL_P28_MODULE")
 dist = torch_beside(drill, "torch.distributed")  # the group the candidate's code is in
@@ -89,7 +89,7 @@ def with_a_group_of_the_wrong_kind(rank):
 
 
 def rank_one_skips_the_all_reduce(rank):
-    # Rank 0 waits for a peer that never comes: Gloo's timeout (conftest.GLOO_TIMEOUT_S)
+    # Rank 0 waits for a peer that never comes: Gloo's timeout (rank_pair.GLOO_TIMEOUT_S)
     # ends the wait, as it bounds a candidate's.
     if rank == 0:
         dist.all_reduce(torch.ones(2))
@@ -137,8 +137,8 @@ def disagreeing_shapes(rank):
 # ---- helpers in the test process ----
 
 
-def run(ranks, shape=(4, 3), dtype=torch.float32, job="collectives"):
-    return ranks.run(job, [(shape, dtype)] * WORLD)
+def run(two_ranks, shape=(4, 3), dtype=torch.float32, job="collectives"):
+    return two_ranks.run(job, [(shape, dtype)] * WORLD)
 
 
 def want(shape, dtype, step=0):
@@ -190,32 +190,32 @@ def test_the_signature_takes_x_and_an_optional_group():
 
 @pytest.mark.contract
 @pytest.mark.clause("P28.1", "P28.4")
-def test_all_reduce_gives_every_rank_the_exact_sum(ranks):
+def test_all_reduce_gives_every_rank_the_exact_sum(two_ranks):
     total, _, _ = want((4, 3), torch.float32)
-    for rank, result in enumerate(run(ranks)):
+    for rank, result in enumerate(run(two_ranks)):
         assert torch.equal(result["reduced"], total), f"rank {rank}: all_reduce {result['reduced']}"
 
 
 @pytest.mark.contract
 @pytest.mark.clause("P28.5")
-def test_all_gather_gives_every_rank_both_shards_in_rank_order(ranks):
+def test_all_gather_gives_every_rank_both_shards_in_rank_order(two_ranks):
     _, gathered, _ = want((4, 3), torch.float32)
-    for rank, result in enumerate(run(ranks)):
+    for rank, result in enumerate(run(two_ranks)):
         assert torch.equal(result["gathered"], gathered), f"rank {rank}: {result['gathered']}"
 
 
 @pytest.mark.contract
 @pytest.mark.clause("P28.6")
-def test_reduce_scatter_gives_each_rank_its_own_slice_of_the_sum(ranks):
+def test_reduce_scatter_gives_each_rank_its_own_slice_of_the_sum(two_ranks):
     _, _, slices = want((4, 3), torch.float32)
-    for rank, result in enumerate(run(ranks)):
+    for rank, result in enumerate(run(two_ranks)):
         assert torch.equal(result["scattered"], slices[rank]), f"rank {rank}: {result['scattered']}"
 
 
 @pytest.mark.contract
 @pytest.mark.clause("P28.13")
-def test_the_callers_input_is_only_read_on_every_rank(ranks):
-    for rank, result in enumerate(run(ranks)):
+def test_the_callers_input_is_only_read_on_every_rank(two_ranks):
+    for rank, result in enumerate(run(two_ranks)):
         assert result["x kept"], f"rank {rank}: run_collectives wrote the caller's x"
 
 
@@ -232,15 +232,15 @@ def test_the_callers_input_is_only_read_on_every_rank(ranks):
     ],
     ids=["2-D", "1-D", "3-D float64", "int64", "int32"],
 )
-def test_shapes_and_dtypes_out_follow_x_and_values_are_exact(ranks, shape, dtype):
-    for rank, result in enumerate(run(ranks, shape, dtype)):
+def test_shapes_and_dtypes_out_follow_x_and_values_are_exact(two_ranks, shape, dtype):
+    for rank, result in enumerate(run(two_ranks, shape, dtype)):
         check_results(rank, result, shape, dtype)
 
 
 @pytest.mark.contract
 @pytest.mark.clause("P28.9")
-def test_two_calls_in_a_row_keep_both_ranks_in_step(ranks):
-    for rank, results in enumerate(run(ranks, job="twice")):
+def test_two_calls_in_a_row_keep_both_ranks_in_step(two_ranks):
+    for rank, results in enumerate(run(two_ranks, job="twice")):
         for step, result in enumerate(results):
             check_results(rank, result, (4, 3), torch.float32, step)
 
@@ -250,10 +250,12 @@ def test_two_calls_in_a_row_keep_both_ranks_in_step(ranks):
 @pytest.mark.parametrize(
     ("shape", "dtype"), [((3, 2), torch.float32), ((4,), torch.int64)], ids=["3 rows", "int64"]
 )
-def test_a_group_of_one_rank_reduces_gathers_and_scatters_that_ranks_x_alone(ranks, shape, dtype):
+def test_a_group_of_one_rank_reduces_gathers_and_scatters_that_ranks_x_alone(
+    two_ranks, shape, dtype
+):
     # 3 rows: divisible by the group's size (1), not by the world's (2).
     jobs = [(shape, dtype)] * WORLD
-    for rank, result in enumerate(ranks.run("on_a_group_of_its_own", jobs)):
+    for rank, result in enumerate(two_ranks.run("on_a_group_of_its_own", jobs)):
         for name in ("reduced", "gathered", "scattered"):
             got = result[name]
             assert torch.equal(got, result["x"]), f"rank {rank}: {name} on its own group {got}"
@@ -262,8 +264,8 @@ def test_a_group_of_one_rank_reduces_gathers_and_scatters_that_ranks_x_alone(ran
 
 @pytest.mark.contract
 @pytest.mark.clause("P28.7")
-def test_every_rank_issues_the_same_collectives_in_the_same_order(ranks):
-    outcomes = ranks.outcomes("collectives", [((4, 3), torch.float32)] * WORLD)
+def test_every_rank_issues_the_same_collectives_in_the_same_order(two_ranks):
+    outcomes = two_ranks.outcomes("collectives", [((4, 3), torch.float32)] * WORLD)
     assert all(o.kind == "done" for o in outcomes), [(o.kind, o.detail) for o in outcomes]
     for rank, outcome in enumerate(outcomes):
         where = outcome.reported
@@ -276,8 +278,8 @@ def test_every_rank_issues_the_same_collectives_in_the_same_order(ranks):
 
 @pytest.mark.contract
 @pytest.mark.clause("P28.8")
-def test_every_async_handle_is_waited_on_before_returning(ranks):
-    outcomes = ranks.outcomes("collectives", [((6, 2), torch.int64)] * WORLD)
+def test_every_async_handle_is_waited_on_before_returning(two_ranks):
+    outcomes = two_ranks.outcomes("collectives", [((6, 2), torch.int64)] * WORLD)
     for rank, outcome in enumerate(outcomes):
         assert outcome.kind == "done", f"rank {rank}: {outcome.kind} {outcome.detail}"
         assert not outcome.unwaited, (
@@ -291,44 +293,44 @@ def test_every_async_handle_is_waited_on_before_returning(ranks):
 @pytest.mark.extension
 @pytest.mark.clause("P28.16")
 @pytest.mark.parametrize("case", ["meta", "bool", "complex"])
-def test_the_reference_rejects_x_without_real_numbers_before_any_collective(ranks, case):
-    outcomes = ranks.outcomes("malformed", [(case,)] * WORLD)
+def test_the_reference_rejects_x_without_real_numbers_before_any_collective(two_ranks, case):
+    outcomes = two_ranks.outcomes("malformed", [(case,)] * WORLD)
     assert_rejected_everywhere(outcomes, ("TypeError", "ValueError"), "x")
 
 
 @pytest.mark.extension
 @pytest.mark.clause("P28.16")
-def test_the_reference_rejects_a_group_of_the_wrong_kind(ranks):
-    for rank, result in enumerate(ranks.run("with_a_group_of_the_wrong_kind", [()] * WORLD)):
+def test_the_reference_rejects_a_group_of_the_wrong_kind(two_ranks):
+    for rank, result in enumerate(two_ranks.run("with_a_group_of_the_wrong_kind", [()] * WORLD)):
         assert result != "returned" and result[0] in ("TypeError", "ValueError"), result
         assert names_argument(result[1], "group"), f"rank {rank}: {result[1]!r}"
 
 
 @pytest.mark.extension
 @pytest.mark.clause("P28.7")
-def test_a_rank_left_waiting_fails_in_seconds_naming_the_rank_and_the_call(ranks):
+def test_a_rank_left_waiting_fails_in_seconds_naming_the_rank_and_the_call(two_ranks):
     start = time.monotonic()
     with pytest.raises(AssertionError, match=r"rank 1 issued nothing where rank 0 issued all_re"):
-        ranks.run("rank_one_skips_the_all_reduce", [(), ()])
+        two_ranks.run("rank_one_skips_the_all_reduce", [(), ()])
     assert time.monotonic() - start < 10, f"took {time.monotonic() - start:.1f} s"
 
 
 @pytest.mark.extension
 @pytest.mark.clause("P28.7")
-def test_two_collectives_swapped_on_one_rank_fail_although_gloo_pairs_them(ranks):
-    outcomes = ranks.outcomes("reversed_on_rank_one", [(), ()])
+def test_two_collectives_swapped_on_one_rank_fail_although_gloo_pairs_them(two_ranks):
+    outcomes = two_ranks.outcomes("reversed_on_rank_one", [(), ()])
     assert [o.kind for o in outcomes] == ["done", "done"], "Gloo no longer pairs them"
     with pytest.raises(AssertionError, match=r"rank 1 issued reduce_scatter_tensor where rank 0"):
-        ranks.run("reversed_on_rank_one", [(), ()])
+        two_ranks.run("reversed_on_rank_one", [(), ()])
 
 
 @pytest.mark.extension
 @pytest.mark.clause("P28.8")
-def test_a_handle_never_waited_on_fails_naming_the_rank_and_the_collective(ranks):
+def test_a_handle_never_waited_on_fails_naming_the_rank_and_the_collective(two_ranks):
     pattern = r"rank 0 returned before waiting on the async work of all_gather_into_tensor"
     with pytest.raises(AssertionError, match=pattern):
-        ranks.run("leaves_a_handle_unwaited", [(), ()])
-    assert ranks.run("waits_through_the_future", [(), ()]) == ["returned"] * WORLD
+        two_ranks.run("leaves_a_handle_unwaited", [(), ()])
+    assert two_ranks.run("waits_through_the_future", [(), ()]) == ["returned"] * WORLD
 
 
 @pytest.mark.extension
@@ -341,11 +343,11 @@ def test_a_handle_never_waited_on_fails_naming_the_rank_and_the_collective(ranks
     ],
 )
 def test_ranks_that_disagree_fail_in_one_line_naming_rank_collective_and_mismatch(
-    ranks, job, mismatch
+    two_ranks, job, mismatch
 ):
     start = time.monotonic()
     with pytest.raises(AssertionError, match=rf"ranks disagree in all_reduce .*{mismatch}") as got:
-        ranks.run(job, [(), ()])
+        two_ranks.run(job, [(), ()])
     assert "\n" not in str(got.value), f"not one line: {got.value}"
     assert time.monotonic() - start < 10, f"took {time.monotonic() - start:.1f} s"
-    assert not ranks.breaks(ranks.outcomes("collectives", [((4, 3), torch.float32)] * 2))
+    assert not two_ranks.breaks(two_ranks.outcomes("collectives", [((4, 3), torch.float32)] * 2))

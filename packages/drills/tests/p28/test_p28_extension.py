@@ -76,8 +76,8 @@ def disagreeing(rank, case):
 # ---- helpers in the test process ----
 
 
-def run(ranks, shape=(4, 3), dtype=torch.float32, job="collectives"):
-    return ranks.run(job, [(shape, dtype)] * WORLD)
+def run(two_ranks, shape=(4, 3), dtype=torch.float32, job="collectives"):
+    return two_ranks.run(job, [(shape, dtype)] * WORLD)
 
 
 def assert_rejected_everywhere(outcomes, exc_names, argument, values=()):
@@ -101,15 +101,15 @@ def assert_rejected_everywhere(outcomes, exc_names, argument, values=()):
 
 @pytest.mark.clause("P28.11")
 @pytest.mark.parametrize("case", ["3 rows", "5 rows, 3-D"])
-def test_rows_not_divisible_by_the_world_size_are_rejected_before_any_collective(ranks, case):
-    outcomes = ranks.outcomes("malformed", [(case,)] * WORLD)
+def test_rows_not_divisible_by_the_world_size_are_rejected_before_any_collective(two_ranks, case):
+    outcomes = two_ranks.outcomes("malformed", [(case,)] * WORLD)
     assert_rejected_everywhere(outcomes, ("ValueError",), "x", values=(int(case.split()[0]),))
 
 
 @pytest.mark.clause("P28.12")
 @pytest.mark.parametrize("case", ["a list", "a 0-d tensor"])
-def test_an_x_that_is_not_a_tensor_with_rows_is_rejected_before_any_collective(ranks, case):
-    outcomes = ranks.outcomes("malformed", [(case,)] * WORLD)
+def test_an_x_that_is_not_a_tensor_with_rows_is_rejected_before_any_collective(two_ranks, case):
+    outcomes = two_ranks.outcomes("malformed", [(case,)] * WORLD)
     assert_rejected_everywhere(outcomes, ("TypeError", "ValueError"), "x")
 
 
@@ -122,12 +122,13 @@ def test_an_x_that_is_not_a_tensor_with_rows_is_rejected_before_any_collective(r
         ("trailing dims", ("rank 0 passed float32 [4, 3]", "rank 1 passed float32 [4, 3, 1]")),
     ],
 )
-def test_ranks_whose_x_differ_all_refuse_it_before_the_three_collectives(ranks, case, mismatch):
+def test_ranks_whose_x_differ_all_refuse_it_before_the_three_collectives(two_ranks, case, mismatch):
     start = time.monotonic()
-    outcomes = ranks.outcomes("disagreeing", [(case,)] * WORLD)
+    outcomes = two_ranks.outcomes("disagreeing", [(case,)] * WORLD)
 
     assert time.monotonic() - start < 5, f"took {time.monotonic() - start:.1f} s"
-    assert not ranks.breaks(outcomes), ranks.breaks(outcomes)  # the same calls on every rank
+    # the same calls on every rank
+    assert not two_ranks.breaks(outcomes), two_ranks.breaks(outcomes)
     for rank, outcome in enumerate(outcomes):
         assert outcome.kind == "done", f"rank {rank}: {outcome.kind} {outcome.detail}"
         assert outcome.detail != "returned", f"rank {rank} accepted x that the ranks disagree on"
@@ -140,4 +141,5 @@ def test_ranks_whose_x_differ_all_refuse_it_before_the_three_collectives(ranks, 
         assert not {"all_reduce", "reduce_scatter_tensor"} & set(entered), (
             f"rank {rank} entered {entered} before refusing x{outcome.reported}"
         )
-    assert not ranks.breaks(ranks.outcomes("collectives", [((4, 3), torch.float32)] * WORLD))
+    in_step = two_ranks.outcomes("collectives", [((4, 3), torch.float32)] * WORLD)
+    assert not two_ranks.breaks(in_step)

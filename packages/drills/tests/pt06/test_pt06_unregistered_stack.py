@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gptlab_drills.catalogue import DRILLS
 from gptlab_testkit import assert_close, candidate, test_device
-from gptlab_testkit.worker_facts import data_ptr, identity
+from gptlab_testkit.objects import assert_same_memory, object_id
 
 drill = candidate("DRILL_PT06_MODULE")
 
@@ -48,11 +48,11 @@ def own_parameters(module) -> list[torch.nn.Parameter]:
 def test_every_layer_parameter_appears_once_in_named_parameters():
     model = build(0)
 
-    listed = [identity(p) for _, p in model.named_parameters(remove_duplicate=False)]
+    listed = [object_id(p) for _, p in model.named_parameters(remove_duplicate=False)]
 
     assert len(listed) == len(set(listed)), "a parameter is listed more than once"
     for i, layer in enumerate(model.layers):
-        missing = [n for n, p in layer.named_parameters() if identity(p) not in set(listed)]
+        missing = [n for n, p in layer.named_parameters() if object_id(p) not in set(listed)]
         assert not missing, f"layer {i}'s {missing} are not in named_parameters()"
 
 
@@ -77,7 +77,7 @@ def test_layer_checkpoint_paths_follow_the_container_index():
         for name, tensor in layer.state_dict().items():
             key = f"layers.{i}.{name}"
             assert key in state, f"{key} is not in the state dict"
-            assert data_ptr(state[key]) == data_ptr(tensor), f"{key} is another tensor"
+            assert_same_memory(state[key], tensor, f"{key} is another tensor")
 
 
 @pytest.mark.contract
@@ -145,9 +145,9 @@ def test_an_appended_layer_is_registered_and_runs():
     model.add_layer()
 
     assert len(model.layers) == 4
-    new = {identity(p) for p in model.layers[3].parameters()}
+    new = {object_id(p) for p in model.layers[3].parameters()}
     registered = {
-        identity(p) for name, p in model.named_parameters() if name.startswith("layers.3.")
+        object_id(p) for name, p in model.named_parameters() if name.startswith("layers.3.")
     }
     assert new and new == registered, "the appended layer is not registered as layers.3"
     got = model(tokens())
@@ -172,9 +172,9 @@ def test_forward_runs_the_layers_held_by_the_registered_container():
 def test_any_depth_registers_each_layer_once_and_round_trips(n_layers, seed):
     saved, fresh = build(seed, n_layers).eval(), build(seed + 1, n_layers).eval()
 
-    ids = [identity(p) for layer in saved.layers for p in layer.parameters()]
+    ids = [object_id(p) for layer in saved.layers for p in layer.parameters()]
     assert len(ids) == len(set(ids)), "two layers share a parameter"
-    assert set(ids) <= {identity(p) for p in saved.parameters()}
+    assert set(ids) <= {object_id(p) for p in saved.parameters()}
     fresh.load_state_dict(saved.state_dict(), strict=True)
     assert torch.equal(fresh(tokens()), saved(tokens()))
 
@@ -247,10 +247,10 @@ def test_every_layer_follows_the_models_mode():
 def test_a_backward_pass_gives_every_layer_a_gradient_through_model_parameters():
     model = build(0)
     model(tokens()).logsumexp(-1).mean().backward()
-    params = {identity(p) for p in model.parameters()}
+    params = {object_id(p) for p in model.parameters()}
     for i, layer in enumerate(model.layers):
         for name, p in layer.named_parameters():
-            assert identity(p) in params, f"layer {i}'s {name} is not in model.parameters()"
+            assert object_id(p) in params, f"layer {i}'s {name} is not in model.parameters()"
             assert p.grad is not None and bool(p.grad.abs().sum() > 0), f"layer {i}'s {name}"
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gptlab_drills.catalogue import DRILLS
 from gptlab_testkit import BAD_VALUE, assert_close, assert_rejects, candidate, test_device
 from gptlab_testkit.boundary import tensor_state
-from gptlab_testkit.worker_facts import data_ptr, identity
+from gptlab_testkit.objects import assert_same_memory, assert_same_object
 
 drill = candidate("DRILL_PT08_MODULE")
 
@@ -44,7 +44,7 @@ def model_state(model) -> dict:
 def test_the_head_weight_is_the_embedding_parameter():
     model = build(0)
 
-    assert identity(model.head.weight) == identity(model.embedding.weight)
+    assert_same_object(model.head.weight, model.embedding.weight, "head and embedding weights")
 
 
 @pytest.mark.contract
@@ -53,9 +53,9 @@ def test_the_tie_shares_one_storage_in_the_model_and_its_state_dict():
     model = build(0)
     state = model.state_dict()
 
-    assert data_ptr(model.head.weight) == data_ptr(model.embedding.weight)
+    assert_same_memory(model.head.weight, model.embedding.weight, "head and embedding weights")
     assert set(TIED) <= set(state), f"the state dict lacks one of {TIED}"
-    assert data_ptr(state[TIED[0]]) == data_ptr(state[TIED[1]])
+    assert_same_memory(state[TIED[0]], state[TIED[1]], "the tied state-dict entries")
 
 
 @pytest.mark.contract
@@ -113,7 +113,7 @@ def test_the_tie_survives_a_strict_load_and_the_logits_follow_the_checkpoint():
 
     model.load_state_dict(source.state_dict(), strict=True)
 
-    assert identity(model.head.weight) == identity(model.embedding.weight)
+    assert_same_object(model.head.weight, model.embedding.weight, "head and embedding weights")
     assert torch.equal(model(tokens()), source(tokens()))
 
 
@@ -124,7 +124,7 @@ def test_a_checkpoint_with_separate_but_equal_entries_loads_and_stays_tied():
 
     model.load_state_dict(untied_copy(source.state_dict()), strict=True)
 
-    assert identity(model.head.weight) == identity(model.embedding.weight)
+    assert_same_object(model.head.weight, model.embedding.weight, "head and embedding weights")
     assert torch.equal(model(tokens()), source(tokens()))
 
 
@@ -133,7 +133,7 @@ def test_a_checkpoint_with_separate_but_equal_entries_loads_and_stays_tied():
 def test_the_tie_survives_a_dtype_move():
     model = build(0).to(torch.float64)
 
-    assert identity(model.head.weight) == identity(model.embedding.weight)
+    assert_same_object(model.head.weight, model.embedding.weight, "head and embedding weights")
     assert model.head.weight.dtype == torch.float64
 
 
@@ -206,7 +206,7 @@ def test_a_loaded_checkpoints_tensors_are_copied_in_never_kept():
         for tensor in state.values():
             tensor.add_(1.0)
     assert torch.equal(model(tokens()), want), "writing the checkpoint changed the model"
-    assert identity(model.head.weight) == identity(model.embedding.weight)
+    assert_same_object(model.head.weight, model.embedding.weight, "head and embedding weights")
 
 
 def artifact_module():

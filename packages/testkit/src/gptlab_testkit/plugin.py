@@ -650,3 +650,14 @@ class GptlabSession:
     def pytest_unconfigure(self) -> None:
         if not _is_worker(self.config):
             shutil.rmtree(self.state.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def two_ranks(request: pytest.FixtureRequest) -> Any:
+    """Two real Gloo ranks running the test module's jobs where its candidate (the module's
+    `drill`) runs, started once per module (`gptlab_testkit.rank_pair`)."""
+    from .rank_pair import TwoRanks
+
+    pair = TwoRanks(request.module, request.module.drill)
+    yield pair
+    pair.stop()

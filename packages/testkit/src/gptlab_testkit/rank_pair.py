@@ -1,21 +1,23 @@
-"""Two real Gloo ranks on loopback for P28's suite, started once per test module.
+"""Two real Gloo ranks on loopback for a distributed suite (P28's), started once per module.
 
-The ranks are forked from the test process; a test sends a job (the name of a
-module-level function, called as `job(rank, *args)`) and each rank's arguments, and gets
-each rank's return value back. Where the candidate runs, each rank joins the group and
-records the collectives it enters through `torch.distributed` (name, tensor shapes and
-dtypes) and wraps every async work handle to see it waited on (`gptlab_testkit.ranks`):
-in-process that is the rank itself, which holds the candidate the module loaded; under
-the judge the rank never runs candidate code, and its worker joins the group and keeps
-the record (worker-reported).
+The `two_ranks` fixture (the testkit's pytest plugin) forks the ranks from the test
+process; a test sends a job (the name of a function of its own module, called as
+`job(rank, *args)`) and each rank's arguments, and gets each rank's return value back.
+Where the candidate runs, each rank joins the group and records the collectives it enters
+through `torch.distributed` (name, tensor shapes and dtypes) and wraps every async work
+handle to see it waited on: in-process that is the rank itself, which holds the candidate
+the module loaded; under the judge the rank never runs candidate code, and the process
+that runs it joins the group and keeps the record (its word: a verdict resting on it is
+marked "(worker-reported)" and not scored).
 
-After a job the harness checks what the contract promises of every run: the ranks issued
-the same collectives in the same order, with the same shapes and dtypes, and no rank
-returned with a handle it never waited on. A rank that raises, dies or hangs is reported
-in one line naming the rank, its collective and, where the ranks disagreed, the mismatch.
-Every rank has two deadlines: Gloo's own (the process group's `timeout`) and the
-harness's, which kills both (under the judge a rank's call that outlasts it ends its
-worker, and the rank reports itself hung).
+After a job the harness checks what every run must keep: the ranks issued the same
+collectives in the same order, with the same shapes and dtypes, and no rank returned with
+a handle it never waited on. A rank that raises, dies or hangs is reported in one line
+naming the rank, its collective and, where the ranks disagreed, the mismatch. Every rank
+has two deadlines: Gloo's own (the process group's `timeout`) and the harness's, which
+kills both (under the judge a call that outlasts it ends the candidate's process, and the
+rank reports itself hung). A job's own `torch.distributed` calls go where the candidate
+runs: `torch_beside(candidate_module, "torch.distributed")`.
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ from multiprocessing.connection import Connection, wait
 from types import ModuleType
 from typing import Any
 
-import pytest
 import torch.distributed as dist
 
-from gptlab_testkit import ranks as rank_group
-from gptlab_testkit.judge import WorkerGoneError, WorkerTimedOutError
+from . import ranks as rank_group
+from .judge import WorkerGoneError, WorkerTimedOutError
+from .ranks import torch_beside
 
 WORLD = 2
 GLOO_TIMEOUT_S = 2.0  # a collective whose peer never comes raises after this
@@ -79,7 +81,9 @@ def _quiet_stderr(path: str) -> None:
     os.close(descriptor)
 
 
-def _serve(rank: int, port: int, conn: Connection, module: ModuleType, log: str) -> None:
+def _serve(
+    rank: int, port: int, conn: Connection, jobs: ModuleType, candidate: Any, log: str
+) -> None:
     """One rank: join the group where the candidate runs, then run jobs until told to stop."""
     _quiet_stderr(log)
 
@@ -87,12 +91,12 @@ def _serve(rank: int, port: int, conn: Connection, module: ModuleType, log: str)
         conn.send(("enter", (name, tensors)))  # plain data
 
     here = rank_group.join(
-        module.drill, rank, WORLD, port, GLOO_TIMEOUT_S, WORKER_DEADLINE_S, entered
+        candidate, rank, WORLD, port, GLOO_TIMEOUT_S, WORKER_DEADLINE_S, entered
     )
     while (message := conn.recv()) is not None:
         job, args = message
         try:
-            kind, detail = _run(getattr(module, job), rank, args)
+            kind, detail = _run(getattr(jobs, job), rank, args)
             calls, unwaited = here.take()
         except WorkerGoneError as error:  # its worker died or hung: it left the group
             hung = isinstance(error, WorkerTimedOutError)
@@ -124,8 +128,9 @@ def _one_line(text: str, limit: int = 200) -> str:
 class TwoRanks:
     """A pair of forked Gloo ranks; restarted after any job that could have broken it."""
 
-    def __init__(self, module: ModuleType) -> None:
-        self.module = module
+    def __init__(self, jobs: ModuleType, candidate: Any) -> None:
+        self.jobs = jobs  # the module whose functions the ranks run
+        self.candidate = candidate  # what `candidate(...)` gave: where the ranks join
         self.processes: list[Any] = []
         self.pipes: list[Connection] = []
         self.logs: list[str] = []
@@ -141,7 +146,7 @@ class TwoRanks:
             os.close(handle)
             process = ctx.Process(
                 target=_serve,
-                args=(rank, self.store.port, child, self.module, log),
+                args=(rank, self.store.port, child, self.jobs, self.candidate, log),
                 daemon=True,
             )
             process.start()
@@ -220,7 +225,7 @@ class TwoRanks:
 
     @staticmethod
     def breaks(outcomes: Sequence[Outcome]) -> list[str]:
-        """`contract_breaks`, for the tests (a conftest is not importable under importlib)."""
+        """`contract_breaks` (what the run broke), for a test holding only the pair."""
         return contract_breaks(outcomes)
 
     def _last_words(self, rank: int) -> str:
@@ -289,8 +294,5 @@ def describe(rank: int, outcome: Outcome) -> str:
     return f"rank {rank} died{status_text} {where}{said}"
 
 
-@pytest.fixture(scope="module")
-def ranks(request: pytest.FixtureRequest):
-    pair = TwoRanks(request.module)
-    yield pair
-    pair.stop()
+
+__all__ = ["Outcome", "RankError", "TwoRanks", "contract_breaks", "describe", "torch_beside"]
