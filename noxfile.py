@@ -50,12 +50,14 @@ PACKAGE_VARIABLES = {
     "paged_kv": "PAGED_KV_MODULE",
     "scheduler": "SCHEDULER_MODULE",
     "moe_lm": "MOE_LM_MODULE",
+    "runtime_lm": "RUNTIME_LM_MODULE",
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
 # grading; the trained pair; practice; the repair-lane drills; the shared argument checks
 EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills", "arg_checks", "kernels")
-# the inference-state slice after the base models (M05's moe_lm is a model build, not in it)
-SLICE_PACKAGES = tuple(name for name in RUNTIME_PACKAGES[2:] if name != "moe_lm")
+# the inference-state slice after the base models (M05's moe_lm and M04's runtime_lm are
+# model builds, not in it)
+SLICE_PACKAGES = tuple(n for n in RUNTIME_PACKAGES[2:] if n not in ("moe_lm", "runtime_lm"))
 
 
 # The newest torch these machines install (a CUDA build, run on the CPU), with the oldest
@@ -325,7 +327,7 @@ def drills(session: nox.Session) -> None:
 
 @nox.session
 def kernels(session: nox.Session) -> None:
-    """The Triton lane's suites (T01-T03) under Triton's interpreter where there is no CUDA
+    """The Triton lane's suites (T01-T08) under Triton's interpreter where there is no CUDA
     (installs triton: a ~285 MB wheel, once per venv); DRILL_T01_MODULE=x.py: its contract."""
     install_packages(session, "kernels")
     swapped = any(k.startswith("DRILL_T") and v.strip() for k, v in os.environ.items())
@@ -376,6 +378,7 @@ def known_bad(session: nox.Session) -> None:
         "--clause-readme", str(kernels / "README.md"),
         "--clause-readme", str(PACKAGES_DIR / "modern_lm" / "README.md"),
         "--clause-readme", str(PACKAGES_DIR / "moe_lm" / "README.md"),
+        "--clause-readme", str(PACKAGES_DIR / "runtime_lm" / "README.md"),
         *session.posargs,
     )  # fmt: skip
 
@@ -414,7 +417,9 @@ def newest_torch(session: nox.Session) -> None:
 @nox.session
 def interop(session: nox.Session) -> None:
     """Equality with Hugging Face transformers (GPT-2, Llama and Mixtral), small random configs."""
-    install_packages(session, "tinygpt", "modern_lm", "cache_aware_lm", "moe_lm", extras="test,hf")
+    install_packages(
+        session, "tinygpt", "modern_lm", "cache_aware_lm", "moe_lm", "runtime_lm", extras="test,hf"
+    )
     session.run(
         "pytest",
         str(PACKAGES_DIR / "tinygpt" / "tests" / "test_tinygpt_hf_interop.py"),
@@ -422,6 +427,7 @@ def interop(session: nox.Session) -> None:
         str(PACKAGES_DIR / "cache_aware_lm" / "tests" / "test_cache_aware_lm_llama_interop.py"),
         str(PACKAGES_DIR / "moe_lm" / "tests" / "test_moe_lm_mixtral.py"),
         str(PACKAGES_DIR / "moe_lm" / "tests" / "test_moe_lm_extension.py"),
+        str(PACKAGES_DIR / "runtime_lm" / "tests" / "test_runtime_lm_llama.py"),
         *session.posargs,
     )
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from gptlab_testkit.candidates import VARIABLES
-from gptlab_testkit.suites import ForkedRun, grading_args, preload, warm_up
+from gptlab_testkit.running.suites import ForkedRun, grading_args, preload, warm_up
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,6 +24,6 @@ timeout 90 python3 -m bench.gpu_graphs --out "$out" 2>&1 | tail -12
 timeout 330 python3 -m bench.run --device cuda --only 7,8 --out "$out" 2>&1 | tail -15 ||
     timeout 60 python3 -m bench.run --device cuda --quick --only 7,8 --out "$out" 2>&1 | tail -15
 # 3. The suites on the GPU, as much as the rest of the time allows.
-timeout 100 python3 -m pytest packages/*/tests integration_tests -q -p gptlab_testkit.plugin \
+timeout 100 python3 -m pytest packages/*/tests integration_tests -q -p gptlab_testkit.running.plugin \
     -p no:cacheprovider --tb=line --maxfail=30 2>--maxfail=30 -x 2>&11 | tail -60 > "$out/suites.txt"
 tail -5 "$out/suites.txt"

@@ -188,11 +188,11 @@ def imports_what_the_judge_refuses(source: str, variable: str) -> bool:
     """Does this file import a package a judged candidate may not (the testkit's mutant
     builder, the reference)? Such a file is one of known_bad's fixtures (trusted there),
     not a student's submission: graded, the judge's worker refuses it at import."""
-    from gptlab_testkit.judge import JUDGED, _refused
+    from gptlab_testkit.judge.policy import JUDGED, refused_modules
 
     if variable not in JUDGED:
         return False
-    refused = set(_refused(variable))
+    refused = set(refused_modules(variable))
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -30,6 +30,7 @@ IMPORT_NAMES = {
     "paged_kv": "paged_kv",
     "scheduler": "scheduler",
     "moe_lm": "moe_lm",
+    "runtime_lm": "runtime_lm",
     "stdlib_pair": "stdlib_pair",
     "gptlab_testkit": "testkit",
     "gptlab_practice": "practice",

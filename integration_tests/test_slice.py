@@ -162,35 +162,3 @@ def test_request_b_speculative_decode_matches_target_greedy(warmed) -> None:
         expected = model.generate(ids(PROMPT_B), positions(ORIGIN, len(PROMPT_B)), NEW_TOKENS)
     assert torch.equal(result.tokens, expected)
     assert result.verification_steps >= 1
-
-
-def test_other_namespace_or_origin_never_hits(warmed) -> None:
-    _, cache = warmed
-    assert cache.lookup_longest(namespace("other-model"), PROMPT_B, start_position=ORIGIN) is None
-    assert cache.lookup_longest(namespace(), PROMPT_B, start_position=ORIGIN + 1) is None
-    assert cache.lookup_longest(namespace(), PROMPT_B, start_position=ORIGIN) is not None
-
-
-def test_shifted_origin_prefill_reuses_nothing_and_stays_exact(warmed) -> None:
-    model, cache = warmed
-    runner = prefix_cache.PrefixCachedRunner(model, cache, namespace())
-    with torch.no_grad():
-        out = runner.prefill(ids(PROMPT_B), positions(ORIGIN + 2, len(PROMPT_B)))
-    assert out.reused_tokens == 0
-    oracle = full(model, PROMPT_B, origin=ORIGIN + 2)
-    assert_close(out.logits, oracle.logits[:, out.logit_start :], "logits at a new origin")
-
-
-def test_evicted_entry_falls_back_to_full_prefill(model_module) -> None:
-    model = model_module.make_test_model().to(DEVICE)
-    cache = prefix_cache.PrefixCache(BLOCK, 2)  # room for one prompt's two blocks
-    runner = prefix_cache.PrefixCachedRunner(model, cache, namespace())
-    with torch.no_grad():
-        runner.prefill(ids(PROMPT_A), positions(ORIGIN, len(PROMPT_A)))
-        runner.prefill(ids([7, 7, 7, 7, 6, 6, 6, 6, 5]), positions(ORIGIN, 9))  # evicts A
-        out = runner.prefill(ids(PROMPT_B), positions(ORIGIN, len(PROMPT_B)))
-    assert out.reused_tokens == 0
-    oracle = full(model, PROMPT_B)
-    assert out.logit_start == 0
-    assert_close(out.logits, oracle.logits, "logits after eviction")
-    assert_past_close(out.past_key_values, oracle.past_key_values, "K/V after eviction")

@@ -56,7 +56,7 @@ def source_files(root: Path = ROOT) -> Iterator[Path]:
 
 def options_lines(points: float | None, visibility: list[str]) -> list[str]:
     """grade's options for the assignment, checked now (a typo must not reach Gradescope)."""
-    from gptlab_testkit.gradescope import gradescope_keys, parse_visibility
+    from gptlab_testkit.commands.gradescope import gradescope_keys, parse_visibility
 
     if points is not None and not 0 < points < float("inf"):
         raise ValueError(f"--points must be a positive number, got {points:g}")

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit.candidates import VARIABLES, folder_assignments, import_spec
-from gptlab_testkit.grade import UsageError, parse_assignments, selection
-from gptlab_testkit.known_bad import (
+from gptlab_testkit.audit.known_bad import (
     DRILL_MIN_CATCHES,
     MIN_CATCHES,
     drill_coverage,
     read_faithful,
     read_known_bad,
 )
-from gptlab_testkit.reporting import drill_labels, routing_lines
-from gptlab_testkit.results import TestResult, package_of
+from gptlab_testkit.candidates import VARIABLES, folder_assignments, import_spec
+from gptlab_testkit.commands.grade import UsageError, parse_assignments, selection
+from gptlab_testkit.running.reporting import drill_labels, routing_lines
+from gptlab_testkit.running.results import TestResult, package_of
 
 pytestmark = [pytest.mark.owner("grading"), pytest.mark.extension]
 

@@ -31,7 +31,7 @@ CANDIDATES = {
 
 GRADE_TIMES = """
 import json, sys
-from gptlab_testkit.suites import ForkedRun, grading_args, warm_up
+from gptlab_testkit.running.suites import ForkedRun, grading_args, warm_up
 
 suite, variable, candidate, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 warm_up()

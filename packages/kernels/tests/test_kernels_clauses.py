@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).parents[1]
 CONTRACT_MODULE = re.compile(
     r"^pytestmark = \[pytest\.mark\.owner\(\"t\d\d\"\), pytest\.mark\.contract", re.M
 )
-KERNELS = ("T01", "T02", "T03")
+KERNELS = ("T01", "T02", "T03", "T04", "T05", "T06", "T07", "T08")
 
 
 def kernel_tests(kernel: str, contract: bool) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from gptlab_worker import wire
 
 from gptlab_kernels.guards import (
     CANARY,
@@ -13,7 +14,6 @@ from gptlab_kernels.guards import (
     guarded,
     guarded_output,
 )
-from gptlab_testkit import wire
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 

@@ -32,6 +32,7 @@ CANDIDATES = {
     "scheduler": "good_scheduler_flat_slots.py",
     "modern_lm": "good_modern_lm_fused_gate_up.py",
     "moe_lm": "good_moe_lm_argmax_onehot.py",
+    "runtime_lm": "good_runtime_lm_over_modern_lm.py",
 }
 # {mechanism: {stage that builds it: the graded methods it adds}}; before that stage each
 # raises NotImplementedError.
@@ -104,6 +105,35 @@ PAGED_KV_BEFORE = [
 ]
 # {mechanism: [(stage that builds it, text of the faithful file, what a learner has before)]}
 BEFORE = {
+    # runtime_lm before stage 2: one stage holding every layer, and a loader that packs what
+    # it is given without refusing anything
+    "runtime_lm": [
+        (
+            2,
+            "        self.is_first, self.is_last = r == 0, r == P - 1\n"
+            "        self.mine = range(r * L // P, (r + 1) * L // P)\n",
+            "        self.is_first, self.is_last = True, True\n        self.mine = range(L)\n",
+        ),
+        (
+            2,
+            "        for name in names:\n"
+            "            if name not in table:\n"
+            '                raise ValueError(f"unexpected weight {name}")\n'
+            "        for name in set(names):\n"
+            "            if names.count(name) > 1:\n"
+            '                raise ValueError(f"duplicate weight {name}")\n'
+            "        for name, tensor in items:\n"
+            "            if tuple(tensor.shape) != table[name][0]:\n"
+            '                raise ValueError(f"misshaped weight {name}: {tuple(tensor.shape)}")\n',
+            "",
+        ),
+        (
+            2,
+            "        if needed - set(names):\n"
+            '            raise ValueError(f"missing weights {sorted(needed - set(names))}")\n',
+            "",
+        ),
+    ],
     # tinygpt before stage 5: positions restart at 0 and the mask is an upper-left triangle.
     "tinygpt": [
         (

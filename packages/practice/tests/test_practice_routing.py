@@ -17,7 +17,7 @@ import pytest
 
 from gptlab_practice.store import STORE_NAME, Store
 from gptlab_testkit import OWNERS, TestResult
-from gptlab_testkit.reporting import routing_lines
+from gptlab_testkit.running.reporting import routing_lines
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 
@@ -76,6 +76,10 @@ CLAIM = {
     "moe_router": ("P25.4", ("renormalised over those k",)),
     "moe_dispatch": ("P25.8", ("packed in token order", "go back to their tokens' rows")),
     "moe_precision": ("P25.4", ("in fp32 (or wider)",)),
+    "runtime_interface": ("PT06.5", ("`layers.<i>.` in the state dict",)),
+    "runtime_rows": ("PT17.4", ("key_positions[b, j] <= query_positions[b, i]",)),
+    "runtime_loading": ("P16.3", ("rows `0..h-1` the gate",)),
+    "runtime_logits": ("P06.4", ("out[b] = hidden[b, lengths[b] - 1]",)),
 }
 # Owners whose invariant no drill's contract states: they name `related` drills only.
 UNOWNED = {
@@ -83,7 +87,7 @@ UNOWNED = {
     "storage_lifecycle", "slice_composition", "prefix_key", "prefix_lru", "prefix_runner",
     "speculative_rollback", "speculative_accounting", "speculative_sampling", "block_allocator",
     "block_hash_chain", "paged_prefix_cache", "copy_on_write", "batch_budget", "preemption",
-    "block_accounting", "step_atomicity", "modern_decoder", "moe_model",
+    "block_accounting", "step_atomicity", "modern_decoder", "moe_model", "runtime_pipeline",
 }  # fmt: skip
 CLAUSE_LINE = re.compile(r"^- \*\*((?:PT|P)\d+)\.(\d+)\*\* \(([^)]*)\) (.*)$", re.MULTILINE)
 

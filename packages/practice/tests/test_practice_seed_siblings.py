@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from gptlab_testkit import VARIABLES
-from gptlab_testkit.attempts import load_attempt_file
-from gptlab_testkit.cannot_grade import hint_for
-from gptlab_testkit.grade import main as grade
-from gptlab_testkit.seed_modules import SEED_MODULES, seed_module
+from gptlab_testkit.commands.grade import main as grade
+from gptlab_testkit.loading.attempts import load_attempt_file
+from gptlab_testkit.loading.cannot_grade import hint_for
+from gptlab_testkit.loading.seed_modules import SEED_MODULES, seed_module
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 

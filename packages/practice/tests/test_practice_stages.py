@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("tinygpt", "cache_aware_lm", "kv_cache", "prefix_cache", "chunked_prefill")
 PACKAGES += ("speculative", "paged_kv", "scheduler", "modern_lm")
-PACKAGES += ("moe_lm",)
+PACKAGES += ("moe_lm", "runtime_lm")
 
 
 def _collect(*extra: str) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gptlab_testkit.cannot_grade import hint_for, import_cause
+from gptlab_testkit.loading.cannot_grade import hint_for, import_cause
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 

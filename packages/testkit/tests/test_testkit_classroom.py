@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit import classroom
-from gptlab_testkit.classroom import Submission, parse_shard, read_shards, shard_of
-from gptlab_testkit.grade import main as grade_main
-from gptlab_testkit.results import TestResult
-from gptlab_testkit.suites import ForkedRun, SuiteRun
+from gptlab_testkit.commands import classroom
+from gptlab_testkit.commands.classroom import Submission, parse_shard, read_shards, shard_of
+from gptlab_testkit.commands.grade import main as grade_main
+from gptlab_testkit.running.results import TestResult
+from gptlab_testkit.running.suites import ForkedRun, SuiteRun
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -133,7 +133,9 @@ def fake_grade_submission(
 
 
 @pytest.fixture
-def submissions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def submissions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, away_from_the_checkout: Path
+) -> Path:
     """Four folders with a kv_cache.py and one with none, graded by the fake grader."""
     monkeypatch.setattr(classroom, "grade_submission", fake_grade_submission)
     root = tmp_path / "class"
@@ -423,7 +425,7 @@ def test_a_class_is_graded_one_forked_run_per_submission(
     repository = tmp_path / "repo"  # grade runs the suites of the current directory
     tests = repository / "packages" / "kv_cache" / "tests"
     tests.mkdir(parents=True)
-    # What marks a checkout for grade (gptlab_testkit.checkout.is_checkout).
+    # What marks a checkout for grade (gptlab_testkit.loading.checkout.is_checkout).
     (repository / "packages" / "testkit").mkdir()
     (repository / "packages" / "testkit" / "pyproject.toml").write_text("")
     (tests / "test_toy.py").write_text(textwrap.dedent(TOY_SUITE))
@@ -438,6 +440,7 @@ def test_a_class_is_graded_one_forked_run_per_submission(
     # A submission that does not import: not graded, its cause in one line, 0 of 2 tests.
     (root / "no_import").mkdir()
     (root / "no_import" / "kv_cache.py").write_text("from kv_cache_helpers import slot\n")
+    monkeypatch.delenv("GPTLAB_ROOT", raising=False)  # this toy checkout, by its directory
     monkeypatch.chdir(repository)
 
     code = run("--submissions", str(root), "--workers", "1", "--timeout", "60")

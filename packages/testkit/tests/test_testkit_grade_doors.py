@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit import checkout
-from gptlab_testkit.brief import without_tensor_reprs
-from gptlab_testkit.grade import UsageError
-from gptlab_testkit.grading import parse_options, selection
+from gptlab_testkit.commands.grade import UsageError
+from gptlab_testkit.commands.grading import parse_options, selection
+from gptlab_testkit.loading import checkout
+from gptlab_testkit.running.brief import without_tensor_reprs
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -41,7 +41,7 @@ MISTAKES = {
 # whether torch had been imported by the time the answer came.
 PROBE = """
 import contextlib, io, json, sys
-from gptlab_testkit.grade import main
+from gptlab_testkit.commands.grade import main
 answers = {}
 for name, argv in json.loads(sys.argv[1]).items():
     err = io.StringIO()
@@ -162,7 +162,7 @@ def test_a_candidate_error_is_one_plain_line(
 def test_a_class_refuses_a_limit_that_is_not_finite(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
 ) -> None:
-    from gptlab_testkit.classroom import main as grade_class
+    from gptlab_testkit.commands.classroom import main as grade_class
 
     out = tmp_path / "out"
     assert grade_class(["--submissions", str(tmp_path), "--out", str(out), option], []) == 2

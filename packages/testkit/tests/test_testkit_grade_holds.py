@@ -14,23 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit import classroom
-from gptlab_testkit.expected import Expected
-from gptlab_testkit.grade import main as grade_main
-from gptlab_testkit.grading import (
+from gptlab_testkit.commands import classroom
+from gptlab_testkit.commands.grade import main as grade_main
+from gptlab_testkit.commands.grading import (
     DEADLINE_CAP_S,
     JudgedRun,
     RefusedSubmissionError,
     overall_deadline,
     parse_assignments,
 )
-from gptlab_testkit.results import (
+from gptlab_testkit.running.expected import Expected
+from gptlab_testkit.running.results import (
     ReportNotAuthenticError,
     TestResult,
     read_report,
     write_report,
 )
-from gptlab_testkit.suites import ForkedRun, SuiteRun
+from gptlab_testkit.running.suites import ForkedRun, SuiteRun
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -100,6 +100,7 @@ def test_grade_refuses_a_link_in_one_line_and_its_outputs_earn_nothing(
     assert json.loads(report.read_text())["tests"] == []
 
 
+@pytest.mark.usefixtures("away_from_the_checkout")
 def test_a_class_refuses_a_submission_with_a_link_and_grades_the_rest(tmp_path: Path) -> None:
     (tmp_path / "alice").mkdir()
     (tmp_path / "alice" / "kv_cache.py").symlink_to(_reference_file())

@@ -9,9 +9,9 @@ from types import ModuleType
 import pytest
 
 from gptlab_testkit import OWNERS, CandidateError, load_candidate
-from gptlab_testkit.grade import UsageError, parse_assignments
-from gptlab_testkit.known_bad import own_suite_first, read_known_bad, reference_shares
-from gptlab_testkit.owners import readme_row
+from gptlab_testkit.audit.known_bad import own_suite_first, read_known_bad, reference_shares
+from gptlab_testkit.commands.grade import UsageError, parse_assignments
+from gptlab_testkit.running.owners import readme_row
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit import import_time
+from gptlab_testkit.audit import import_time
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 

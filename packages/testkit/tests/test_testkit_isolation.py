@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit.grade import grading_args
+from gptlab_testkit.commands.grade import grading_args
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -112,7 +112,7 @@ def test_calls_{i}():
 
 
 def test_grade_runs_the_candidate_from_a_scratch_directory(tmp_path: Path) -> None:
-    from gptlab_testkit.suites import run_pytest
+    from gptlab_testkit.running.suites import run_pytest
 
     suite = tmp_path / "test_cwd.py"
     suite.write_text(
@@ -129,7 +129,8 @@ def test_grade_runs_the_candidate_from_a_scratch_directory(tmp_path: Path) -> No
 PROTECTIONS = """
 import os
 import pytest
-from gptlab_testkit import candidate, isolation
+from gptlab_testkit import candidate
+from gptlab_testkit.running import isolation
 
 kv = candidate("KV_CACHE_MODULE")
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from gptlab_worker import wire
 
-from gptlab_testkit import wire
-from gptlab_testkit.checkout_guard import CheckoutGuard
-from gptlab_testkit.expected import NOT_REPORTED, Expected, verdicts
-from gptlab_testkit.judge import Worker
-from gptlab_testkit.results import TestResult
-from gptlab_testkit.suites import ForkedRun
+from gptlab_testkit.commands.checkout_guard import CheckoutGuard
+from gptlab_testkit.judge.client import Worker
+from gptlab_testkit.running.expected import NOT_REPORTED, Expected, verdicts
+from gptlab_testkit.running.results import TestResult
+from gptlab_testkit.running.suites import ForkedRun
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -256,7 +256,7 @@ def worker(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def call(worker: Worker, name: str, *args: object) -> object:
-    from gptlab_testkit.judge import _call
+    from gptlab_testkit.judge.client import _call
 
     return _call(worker, None, name, args, {})
 
@@ -284,7 +284,7 @@ def test_a_write_that_leaves_the_version_counter_as_it_was_is_seen(worker: Worke
 def test_an_argument_the_call_left_as_it_was_comes_back_without_its_bytes(
     worker: Worker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gptlab_testkit.worker_facts import storage
+    from gptlab_testkit.judge.worker_facts import storage
 
     answers: list[tuple[dict[str, object], list[bytes]]] = []
     receive = wire.receive
@@ -332,7 +332,7 @@ def test_reaching_for_the_testkit_is_a_failure_naming_it(worker: Worker) -> None
 
 
 def test_cheats_declare_what_they_try(tmp_path: Path) -> None:
-    from gptlab_testkit.cheats import read_cheat
+    from gptlab_testkit.audit.cheats import read_cheat
 
     folder = Path(__file__).parents[3] / "integration_tests" / "cheats"
     cheats = [read_cheat(path) for path in sorted(folder.glob("cheat_*.py"))]
@@ -343,7 +343,7 @@ def test_cheats_declare_what_they_try(tmp_path: Path) -> None:
 
 
 def test_a_batched_cheat_is_a_submission_named_as_its_variable_expects(tmp_path: Path) -> None:
-    from gptlab_testkit.cheats import GRADESCOPE, _submission, read_cheat
+    from gptlab_testkit.audit.cheats import GRADESCOPE, _submission, read_cheat
 
     folder = Path(__file__).parents[3] / "integration_tests" / "cheats"
     cheat = read_cheat(folder / "cheat_p19_frame_oracle.py")
@@ -464,7 +464,7 @@ def compiled_twice(fn, x):
 
 def candidate_module(folder: Path, variable: str, source: str):  # type: ignore[no-untyped-def]
     """The module of `source` as a judged candidate for `variable`: (proxy, its worker)."""
-    from gptlab_testkit.judge import RemoteModule
+    from gptlab_testkit.judge.client import RemoteModule
 
     path = folder / "attempt.py"
     path.write_text(source)
@@ -481,7 +481,7 @@ def holder(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_the_worker_reports_whether_its_tensors_are_the_same_objects(holder) -> None:  # type: ignore[no-untyped-def]
-    from gptlab_testkit.worker_facts import data_ptr, same_objects, worker_reported
+    from gptlab_testkit.judge.worker_facts import data_ptr, same_objects, worker_reported
 
     cache = holder.Holder()
     before = cache.kept
@@ -503,7 +503,7 @@ def test_a_view_of_a_returned_tensor_goes_back_as_the_same_memory(holder) -> Non
 
 
 def test_a_pointer_the_candidate_reports_is_read_as_the_judges_address(holder) -> None:  # type: ignore[no-untyped-def]
-    from gptlab_testkit.worker_facts import judge_address
+    from gptlab_testkit.judge.worker_facts import judge_address
 
     x = torch.arange(24.0).reshape(4, 6)
     view = x[1:, 2:]  # 8 elements in: the worker's copy keeps the offset
@@ -527,7 +527,7 @@ def test_a_returned_dataclass_is_read_without_a_round_trip_until_the_worker_runs
 
 
 def test_a_list_or_dict_a_call_returns_keeps_the_workers_identity(holder) -> None:  # type: ignore[no-untyped-def]
-    from gptlab_testkit.worker_facts import identity, worker_reported
+    from gptlab_testkit.judge.worker_facts import identity, worker_reported
 
     first, second = holder.report(1), holder.report(2)
     assert first is not second and identity(first) == identity(second)  # one object there
@@ -616,7 +616,7 @@ def _pure(x: torch.Tensor) -> torch.Tensor:
 
 
 def test_a_pure_test_function_travels_as_source_and_compiles_in_the_worker(holder) -> None:  # type: ignore[no-untyped-def]
-    from gptlab_testkit.shipping import as_source
+    from gptlab_testkit.judge.shipping import as_source
 
     x = torch.linspace(0, 1, 4)
     first, second, compilations = holder.compiled_twice(_pure, x)
@@ -753,7 +753,7 @@ def test_a_candidates_generator_is_stepped_in_the_worker(worker: Worker) -> None
 def test_a_sweep_spares_every_descendant_of_a_live_run_however_deep() -> None:
     """A class run's sweep after one submission must not touch the other's tree: the
     keeper's grandchildren (a test process, a candidate's worker) are spared too."""
-    from gptlab_testkit.reaper import _ancestry
+    from gptlab_testkit.judge.reaper import _ancestry
 
     me, keeper, run, worker, forked = 1, 10, 11, 12, 13
     parents = {keeper: me, run: keeper, worker: run, forked: worker, 99: me}
@@ -871,7 +871,7 @@ def test_a_candidates_class_is_a_type_here_and_its_dataclass_works_as_one(modeli
 def test_a_parameter_the_test_assigns_or_writes_is_the_modules_there(modelish) -> None:  # type: ignore[no-untyped-def]
     import copy
 
-    from gptlab_testkit.worker_facts import identity
+    from gptlab_testkit.judge.worker_facts import identity
 
     net = modelish.Net(modelish.Config())
     twin = copy.deepcopy(net)  # a new object in the worker
@@ -949,7 +949,7 @@ def test_a_judged_rank_joins_its_group_in_the_worker_and_the_record_is_worker_re
 ) -> None:
     import torch.distributed as dist
 
-    from gptlab_testkit import ranks
+    from gptlab_testkit.judge import ranks
 
     module, worker = candidate_module(tmp_path, "DRILL_P28_MODULE", RANK)
     store = dist.TCPStore("127.0.0.1", 0, 2, True, wait_for_workers=False)  # us + one rank
@@ -980,7 +980,7 @@ def test_a_judged_rank_joins_its_group_in_the_worker_and_the_record_is_worker_re
 def test_the_worker_names_only_torch_modules_and_says_collectives_only_in_a_group(
     worker: Worker,
 ) -> None:
-    from gptlab_testkit import ranks
+    from gptlab_testkit.judge import ranks
 
     with pytest.raises(ValueError, match="name must be a module of torch's, got 'os'"):
         ranks.torch_beside(object(), "os")
@@ -997,20 +997,20 @@ def test_the_worker_names_only_torch_modules_and_says_collectives_only_in_a_grou
 def test_workers_that_start_alike_are_forks_of_one_interpreter_and_leave_no_zombie(
     tmp_path: Path,
 ) -> None:
-    from gptlab_testkit import judge
+    from gptlab_testkit.judge import client
 
     files = {"DRILL_P05_MODULE": "p05_attempt.py", "DRILL_P06_MODULE": "p06_attempt.py"}
     for variable, name in files.items():  # two drills: the same refused modules and roots
         (tmp_path / name).write_text(f"def which():\n    return {variable!r}\n")
     judged = [(variable, str(tmp_path / name)) for variable, name in files.items()]
-    judge.spawn_early(judged)
-    modules = [judge.remote_module(variable, spec) for variable, spec in judged]
+    client.spawn_early(judged)
+    modules = [client.remote_module(variable, spec) for variable, spec in judged]
     workers = [module._worker for module in modules]
-    shared = [w for w in judge._WORKERS if w.process is not None and not w.names]
+    shared = [w for w in client._WORKERS if w.process is not None and not w.names]
     try:
         assert [module.which() for module in modules] == list(files)  # each its own file
         assert workers[0].zygote == workers[1].zygote and workers[0].zygote is not None
-        assert all(isinstance(worker.process, judge._Forked) for worker in workers)
+        assert all(isinstance(worker.process, client._Forked) for worker in workers)
         (zygote,) = [w for w in shared if w.process.pid == workers[0].zygote[2]]  # type: ignore[union-attr,index]
         zygote.stop()  # its forks are now ours (a subreaper): stopping one reaps it
         pid = workers[0].process.pid  # type: ignore[union-attr]

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit import known_bad
-from gptlab_testkit import known_bad_stamps as stamps
+from gptlab_testkit.audit import known_bad
+from gptlab_testkit.audit import known_bad_stamps as stamps
 from gptlab_testkit.clauses import Clause
-from gptlab_testkit.results import TestResult
-from gptlab_testkit.suites import SuiteRun
+from gptlab_testkit.running.results import TestResult
+from gptlab_testkit.running.suites import SuiteRun
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -24,7 +24,11 @@ FILES = {
     "pyproject.toml": (
         '[tool.pytest.ini_options]\naddopts = ["-ra"]\n\n[tool.ruff]\nline-length = 99\n'
     ),
-    "packages/testkit/src/gptlab_testkit/judge.py": "TIMEOUT = 1\n",
+    "packages/testkit/src/gptlab_testkit/judge/client.py": "TIMEOUT = 1\n",
+    "packages/testkit/src/gptlab_testkit/oracles.py": "ATOL = 1\n",
+    "packages/testkit/src/gptlab_worker/wire.py": "LIMIT = 1\n",
+    "packages/testkit/src/gptlab_testkit/commands/classroom.py": "ROWS = 1\n",
+    "packages/testkit/src/gptlab_testkit/audit/mutation.py": "JOBS = 1\n",
     "packages/drills/pyproject.toml": '[project]\nname = "gptlab-drills"\ndependencies = []\n',
     "packages/drills/src/gptlab_drills/_describe.py": "def described(f):\n    return f\n",
     "packages/drills/src/gptlab_drills/p20.py": "def kv_append(x):\n    return x\n",
@@ -197,7 +201,9 @@ def stamp_now(root: Path) -> stamps.Target:
         "packages/drills/known_bad/_helper.py",  # a file a candidate reads
         "packages/drills/faithful/good_p20_stranger.py",  # a faithful candidate
         "packages/drills/clause_mutants/p20.toml",  # its clause mutants
-        "packages/testkit/src/gptlab_testkit/judge.py",  # the testkit's own sources
+        "packages/testkit/src/gptlab_testkit/judge/client.py",  # the judge
+        "packages/testkit/src/gptlab_testkit/oracles.py",  # what suites check with
+        "packages/testkit/src/gptlab_worker/wire.py",  # the worker
     ],
 )
 def test_a_change_to_what_the_verdict_depends_on_makes_the_stamp_stale(
@@ -244,6 +250,8 @@ def test_another_torch_makes_every_stamp_stale(repo: Path) -> None:
     [
         "packages/drills/src/gptlab_drills/p21.py",  # another drill's reference
         "packages/drills/tests/p21/test_p21_tiny.py",  # another drill's suite
+        "packages/testkit/src/gptlab_testkit/commands/classroom.py",  # a class command
+        "packages/testkit/src/gptlab_testkit/audit/mutation.py",  # another audit
     ],
 )
 def test_a_change_elsewhere_keeps_the_stamp_fresh(repo: Path, edited: str) -> None:

@@ -1,5 +1,5 @@
 """What a learner reads after a judged grade: a failure that raised in their code names the
-file, line and function there (never judge.py), the test's name once, the owners of the
+file, line and function there (never client.py), the test's name once, the owners of the
 package they swapped first (a composed test says which candidate it ran), only the clauses
 whose own tests failed, one screen before the verdict, and the scorecard once."""
 
@@ -12,12 +12,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from gptlab_worker.serve import submission_frames
 
-from gptlab_testkit import raised_at
-from gptlab_testkit.plugin import show_where_it_raised
-from gptlab_testkit.reporting import broken_clauses, routing_lines
-from gptlab_testkit.results import NOT_RUN, TestResult
-from gptlab_testkit.worker import submission_frames
+from gptlab_testkit.judge import raised_at
+from gptlab_testkit.running.plugin import show_where_it_raised
+from gptlab_testkit.running.reporting import broken_clauses, routing_lines
+from gptlab_testkit.running.results import NOT_RUN, TestResult
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -52,7 +52,7 @@ def test_the_judge_keeps_only_well_formed_frames_of_the_submissions_own_files() 
     folder = Path("/home/learner")
     sent = [
         ["attempt.py", 7, "inner", "return   values[x]"],
-        ["judge.py", 9, "request", "raise"],  # not a file of the submission
+        ["client.py", 9, "request", "raise"],  # not a file of the submission
         ["attempt.py", True, "f", ""],  # a bool is no line number
         ["attempt.py", 0, "f", ""],
         ["attempt.py", 3, ["f"], ""],
@@ -90,7 +90,7 @@ def test_the_location_travels_beside_the_message_never_in_it() -> None:
 
 
 def test_a_candidates_raise_in_a_judged_call_carries_its_line(tmp_path: Path) -> None:
-    from gptlab_testkit.judge import RemoteModule, Worker
+    from gptlab_testkit.judge.client import RemoteModule, Worker
 
     path = tmp_path / "p19_attempt.py"
     path.write_text(RAISES)
@@ -107,7 +107,7 @@ def test_a_candidates_raise_in_a_judged_call_carries_its_line(tmp_path: Path) ->
 
 
 def report_of(tbstyle: str) -> SimpleNamespace:
-    crash = SimpleNamespace(path="/x/judge.py", lineno=440, message="IndexError: boom")
+    crash = SimpleNamespace(path="/x/client.py", lineno=440, message="IndexError: boom")
     return SimpleNamespace(longrepr=SimpleNamespace(reprcrash=crash), sections=[])
 
 
@@ -124,7 +124,7 @@ def test_a_failures_report_shows_where_it_raised_and_a_line_points_there() -> No
             "/l/attempt.py:3 in outer: return inner(x)\n/l/attempt.py:7 in inner: return values[x]",
         )
     ]
-    assert short.longrepr.reprcrash.path == "/x/judge.py"  # its traceback is shown whole
+    assert short.longrepr.reprcrash.path == "/x/client.py"  # its traceback is shown whole
     line = report_of("line")
     show_where_it_raised(line, frames, "line")  # type: ignore[arg-type]
     assert (line.longrepr.reprcrash.path, line.longrepr.reprcrash.lineno) == ("/l/attempt.py", 7)
@@ -239,7 +239,7 @@ def test_a_judged_grade_points_into_the_learners_file_on_one_screen(tmp_path: Pa
         "    return slots[capacity]  # off by one: the last slot is capacity - 1"
     )
     assert f"at {attempt}:{line + 1} in _last_slot: return slots[capacity] # off by one" in out
-    assert "judge.py" not in out
+    assert "client.py" not in out
     before_verdict = out.split("gptlab verdict")[0].splitlines()
     assert len(before_verdict) <= 60, len(before_verdict)
     assert "gptlab scorecard" not in out and out.count("gptlab verdict") == 1

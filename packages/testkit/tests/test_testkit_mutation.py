@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_testkit import mutation
-from gptlab_testkit.mutation import Accepted, Mutant, Target
+from gptlab_testkit.audit import mutation
+from gptlab_testkit.audit.mutation import Accepted, Mutant, Target
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 

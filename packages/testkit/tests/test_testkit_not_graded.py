@@ -20,15 +20,15 @@ from typing import Any
 import pytest
 
 from gptlab_testkit.candidates import VARIABLES
-from gptlab_testkit.cannot_grade import (
+from gptlab_testkit.commands.gradescope import gradescope_payload
+from gptlab_testkit.loading.cannot_grade import (
     CAUSE_FILE_VARIABLE,
     hint_for,
     import_cause,
     record_cause,
     recorded_cause,
 )
-from gptlab_testkit.gradescope import gradescope_payload
-from gptlab_testkit.results import TestResult
+from gptlab_testkit.running.results import TestResult
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -123,7 +123,7 @@ def modules(kv_cache: str) -> dict[str, str]:
 def test_a_judged_import_failure_is_worded_as_in_process(
     reported: str, cause: str, advice: str
 ) -> None:
-    # judge.py raises the worker's report as ImportError("Type: text")
+    # the judge's client raises the worker's report as ImportError("Type: text")
     worded = import_cause(ImportError(reported), "")
     assert worded.startswith(cause), worded
     assert advice in hint_for(worded)

@@ -125,7 +125,7 @@ def test_a_registration_pass():
 
 
 def _outcomes(pytester: pytest.Pytester, *args: str) -> tuple[int, dict[str, tuple[str, str]]]:
-    from gptlab_testkit.results import read_report
+    from gptlab_testkit.running.results import read_report
 
     report = pytester.path / "report.json"
     result = pytester.runpytest("-p", "no:cacheprovider", "--gptlab-report", str(report), *args)
@@ -134,7 +134,7 @@ def _outcomes(pytester: pytest.Pytester, *args: str) -> tuple[int, dict[str, tup
 
 
 def test_tests_a_stopped_run_never_reached_are_reported_not_run(pytester: pytest.Pytester) -> None:
-    from gptlab_testkit.results import NOT_RUN
+    from gptlab_testkit.running.results import NOT_RUN
 
     pytester.makepyfile(test_stop=STOPPABLE)
     code, outcomes = _outcomes(pytester, "-x")
@@ -148,7 +148,7 @@ def test_tests_a_stopped_run_never_reached_are_reported_not_run(pytester: pytest
 def test_stop_once_caught_runs_the_owners_tests_first_and_stops_when_caught(
     pytester: pytest.Pytester, workers: str
 ) -> None:
-    from gptlab_testkit.results import NOT_RUN
+    from gptlab_testkit.running.results import NOT_RUN
 
     pytester.makepyfile(test_stop=STOPPABLE)
     code, outcomes = _outcomes(

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from gptlab_testkit.candidates import VARIABLES
-from gptlab_testkit.results import TestResult
-from gptlab_testkit.scoring import HELD, advisory_outcome, is_advisory, scored
+from gptlab_testkit.running.results import TestResult
+from gptlab_testkit.running.scoring import HELD, advisory_outcome, is_advisory, scored
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -104,7 +104,7 @@ def test_an_advisory_result_leaves_the_score_and_decides_no_hold() -> None:
 def test_grade_judges_holds_from_the_listing_and_keeps_advisory_results_apart() -> None:
     from dataclasses import replace
 
-    from gptlab_testkit.expected import Expected, skipped_by_run, verdicts
+    from gptlab_testkit.running.expected import Expected, skipped_by_run, verdicts
 
     listed = Expected(
         (
@@ -162,7 +162,7 @@ def test_the_plugin_holds_a_rejection_in_its_own_scorecard_and_report(
 
 
 def test_a_pass_rests_on_a_worker_fact_only_where_a_clause_promises_it() -> None:
-    from gptlab_testkit import advisory
+    from gptlab_testkit.judge import advisory
 
     advisory.begin_test()
     assert advisory.outcome_rested_on(True, "", ("P19.2",)) == ""  # nothing consulted
@@ -178,7 +178,7 @@ def test_a_pass_rests_on_a_worker_fact_only_where_a_clause_promises_it() -> None
 
 
 def test_a_signature_the_source_did_not_settle_decides_whatever_the_clause() -> None:
-    from gptlab_testkit import advisory
+    from gptlab_testkit.judge import advisory
 
     advisory.begin_test()
     advisory.consulted("signature")  # the judge asked the worker: the source did not settle it
@@ -188,8 +188,8 @@ def test_a_signature_the_source_did_not_settle_decides_whatever_the_clause() -> 
 
 
 def test_the_advisory_clauses_exist_and_the_readme_lists_each() -> None:
-    from gptlab_testkit.advisory import ADVISORY_CLAUSES
     from gptlab_testkit.clauses import readme_clauses
+    from gptlab_testkit.judge.advisory import ADVISORY_CLAUSES
 
     stated = readme_clauses(ROOT / "packages/drills/README.md")
     missing = [clause for clause in ADVISORY_CLAUSES if clause not in stated]
@@ -273,8 +273,8 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from test_testkit_refusing_earns_nothing import candidate_source, has_zeros
 from gptlab_testkit.candidates import VARIABLES
-from gptlab_testkit.scoring import scored
-from gptlab_testkit.suites import ForkedRun, side_by_side, warm_up
+from gptlab_testkit.running.scoring import scored
+from gptlab_testkit.running.suites import ForkedRun, side_by_side, warm_up
 
 scratch = Path(sys.argv[2])
 os.environ.pop("GPTLAB_JUDGE", None)  # in-process: the policy is the same function

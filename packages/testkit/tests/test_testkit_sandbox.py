@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 import gptlab_drills.p19
-from gptlab_testkit import grade, judge, sandbox
+from gptlab_testkit.commands import grade
+from gptlab_testkit.judge import client, policy, sandbox
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 
@@ -120,26 +121,26 @@ def _probe(
     forbidden: list[str],
     writes: list[str],
     pids: tuple[int, ...] = (),
-) -> tuple[dict[str, Any], judge.Worker]:
+) -> tuple[dict[str, Any], client.Worker]:
     """Start a real worker for a probe candidate and read its report (the worker is
     returned running: the caller stops it)."""
     folder.mkdir(exist_ok=True)
     candidate = folder / "probe.py"
     candidate.write_text("")
-    worker = judge.Worker(variable, candidate, 120, 4096)
+    worker = client.Worker(variable, candidate, 120, 4096)
     worker.spawn()
     assert worker.scratch is not None
     system, links, emptied = sandbox._system()
-    allowed = [*system, *links, *emptied, *judge._seen(variable), str(worker.scratch)]
+    allowed = [*system, *links, *emptied, *policy.seen_roots(variable), str(worker.scratch)]
     source = PROBE.format(
         allowed=allowed, forbidden=forbidden, pids=[*_ancestors(), *pids], writes=writes, port=port
     )
     candidate.write_text(source)
     worker.load()
-    return json.loads(judge.RemoteModule(worker).report()), worker
+    return json.loads(client.RemoteModule(worker).report()), worker
 
 
-def _outer_uid(worker: judge.Worker, inner: int) -> int:
+def _outer_uid(worker: client.Worker, inner: int) -> int:
     assert worker.process is not None
     pid = sandbox.outer_pid(worker.process.pid, inner)
     assert pid is not None, "the worker's process was not found from outside"
@@ -162,13 +163,13 @@ def _nox_beside(roots: list[str]) -> list[str]:
 def test_a_worker_is_nobody_without_capabilities_and_sees_only_what_it_needs(
     tmp_path: Path, listener: socket.socket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(judge.TRUSTED_VARIABLE, raising=False)
+    monkeypatch.delenv(policy.TRUSTED_VARIABLE, raising=False)
     grade_folder = Path(tempfile.mkdtemp(prefix="gptlab-run-"))  # as grade's run folder
     (grade_folder / "report.json").write_text("{}")
     copy = tmp_path / "copy" / "gptlab_drills"  # another copy of the project on the disk
     copy.mkdir(parents=True)
     (copy / "p19.py").write_bytes(REFERENCE.read_bytes())
-    roots = judge._site_dirs("DRILL_P19_MODULE")
+    roots = policy.site_dirs("DRILL_P19_MODULE")
     forbidden = [
         str(CHECKOUT / "README.md"), str(CHECKOUT / "packages"), str(CHECKOUT / ".git"),
         *_nox_beside(roots), str(REFERENCE), str(grade_folder), str(copy),
@@ -207,7 +208,7 @@ def test_a_worker_is_nobody_without_capabilities_and_sees_only_what_it_needs(
 def test_only_p28s_ranks_keep_loopback_for_their_rendezvous(
     tmp_path: Path, listener: socket.socket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(judge.TRUSTED_VARIABLE, raising=False)
+    monkeypatch.delenv(policy.TRUSTED_VARIABLE, raising=False)
     port = listener.getsockname()[1]
     for variable, expected in (("DRILL_P28_MODULE", "connected"), ("DRILL_P05_MODULE", None)):
         seen, worker = _probe(tmp_path / variable, variable, port, [], [])
@@ -222,8 +223,8 @@ def test_only_p28s_ranks_keep_loopback_for_their_rendezvous(
 def test_two_workers_side_by_side_see_nothing_of_each_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(judge.TRUSTED_VARIABLE, raising=False)
-    first = judge.Worker("DRILL_P19_MODULE", tmp_path / "a" / "probe.py", 120, 4096)
+    monkeypatch.delenv(policy.TRUSTED_VARIABLE, raising=False)
+    first = client.Worker("DRILL_P19_MODULE", tmp_path / "a" / "probe.py", 120, 4096)
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "probe.py").write_text("")
     first.start()
@@ -251,19 +252,20 @@ def test_two_workers_side_by_side_see_nothing_of_each_other(
 def test_the_view_holds_torch_numpy_and_what_they_require_and_nothing_of_the_project(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv(judge.TRUSTED_VARIABLE, raising=False)
+    monkeypatch.delenv(policy.TRUSTED_VARIABLE, raising=False)
     names = {
-        Path(p).name.split("-")[0].removesuffix(".py") for p in judge._seen("DRILL_P19_MODULE")
+        Path(p).name.split("-")[0].removesuffix(".py")
+        for p in policy.seen_roots("DRILL_P19_MODULE")
     }
     assert {"torch", "numpy", "sympy", "typing_extensions"} <= names  # sympy: torch's
     assert not {"pytest", "_pytest", "hypothesis", "pluggy", "tqdm"} & names
     assert not any("gptlab" in n or "editable" in n or n.endswith(".pth") for n in names)
-    seen = judge._seen("SCHEDULER_MODULE")  # its reference needs tqdm; paged_kv is a sibling
+    seen = policy.seen_roots("SCHEDULER_MODULE")  # its reference needs tqdm; paged_kv is a sibling
     assert any(Path(p).name == "tqdm" for p in seen)
     assert any(p.endswith("/paged_kv") for p in seen)
     assert not any(p.endswith(("/scheduler", "/gptlab_testkit", "/gptlab_drills")) for p in seen)
-    monkeypatch.setenv(judge.TRUSTED_VARIABLE, "1")  # known_bad's fixtures: every root
-    assert set(judge._seen("DRILL_P19_MODULE")) >= {
+    monkeypatch.setenv(policy.TRUSTED_VARIABLE, "1")  # known_bad's fixtures: every root
+    assert set(policy.seen_roots("DRILL_P19_MODULE")) >= {
         str(Path(gptlab_drills.__file__).resolve().parents[1])
     }
 
@@ -284,7 +286,7 @@ def test_without_a_sandbox_grade_refuses_to_judge_in_one_line(
     assert lines[0].startswith("grade refuses to judge: no bwrap found")
     assert "the machine needs Linux with bubblewrap" in lines[0]
     monkeypatch.delenv(sandbox.UNSANDBOXED_VARIABLE, raising=False)
-    worker = judge.Worker("DRILL_P19_MODULE", faithful, 60, 4096)
+    worker = client.Worker("DRILL_P19_MODULE", faithful, 60, 4096)
     with pytest.raises(sandbox.SandboxRefusedError, match="grade refuses to judge"):
         worker.spawn()
 
@@ -295,10 +297,10 @@ def test_the_testkits_own_tests_may_start_a_bare_worker_where_no_sandbox_is(
     _no_sandbox(monkeypatch)
     monkeypatch.setenv(sandbox.UNSANDBOXED_VARIABLE, "1")
     (tmp_path / "bare.py").write_text("import os\nUID = os.getuid()\n")
-    worker = judge.Worker("DRILL_P19_MODULE", tmp_path / "bare.py", 60, 4096)
+    worker = client.Worker("DRILL_P19_MODULE", tmp_path / "bare.py", 60, 4096)
     try:
         worker.start()
-        assert os.getuid() == judge.RemoteModule(worker).UID  # bare: the grader's own uid
+        assert os.getuid() == client.RemoteModule(worker).UID  # bare: the grader's own uid
     finally:
         worker.stop()
 
@@ -310,10 +312,10 @@ def test_a_judged_worker_cannot_load_the_reference(tmp_path: Path) -> None:
         f"try:\n    source = open({str(REFERENCE)!r}).read()\nexcept OSError:\n"
         "    source = ''\nFOUND = 'def decode_attention' in source\n"
     )
-    worker = judge.Worker("DRILL_P19_MODULE", cheat, 60, 4096)
+    worker = client.Worker("DRILL_P19_MODULE", cheat, 60, 4096)
     try:
         worker.start()
-        found = judge.RemoteModule(worker).FOUND
+        found = client.RemoteModule(worker).FOUND
     finally:
         worker.stop()
     assert found is False

@@ -20,10 +20,10 @@ from gptlab_testkit.candidates import (
     select_test_files,
     static_variables_of,
 )
-from gptlab_testkit.grade import ladder_packages, selection
-from gptlab_testkit.gradescope import gradescope_payload
-from gptlab_testkit.reporting import NOT_RERUN, scorecard_lines
-from gptlab_testkit.results import TestResult
+from gptlab_testkit.commands.grade import ladder_packages, selection
+from gptlab_testkit.commands.gradescope import gradescope_payload
+from gptlab_testkit.running.reporting import NOT_RERUN, scorecard_lines
+from gptlab_testkit.running.results import TestResult
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 

@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from gptlab_testkit.signatures import from_source
+from gptlab_testkit.loading.signatures import from_source
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
 

@@ -28,6 +28,9 @@ class Drill:
     stems: tuple[str, ...]  # file stems an attempt folder may use ("p19", "decode_attention")
     probes: tuple[str, ...]  # three questions, answered without reopening the code
     owner: str = ""  # a PT case's canonical owner ("P05", "M01")
+    family: str = ""  # a PT case's family in the kit's routing table ("layout", "attention")
+    delta: str = ""  # a PT case's contract delta from its owner, in a few words
+    mock_eligible: bool = False  # a PT case the mocks may draw (the kit: 45 minutes or less)
     # Modules a grading run imports before it forks, when this drill is graded.
     preload: tuple[str, ...] = ()
 
@@ -82,6 +85,9 @@ def _load() -> dict[str, Drill]:
             stems=tuple(row["stems"]),
             probes=tuple(row["probes"]),
             owner=row.get("owner", ""),
+            family=row.get("family", ""),
+            delta=row.get("delta", ""),
+            mock_eligible=bool(row.get("mock_eligible", False)),
             preload=tuple(row.get("preload", ())),
         )
         if drill.kind not in KINDS:

@@ -70,6 +70,44 @@ KERNELS: dict[str, Kernel] = {
              "What does the row max subtraction prevent, and what does it cost?",
              "As rows grow, what limits one row per program (registers), and what then?"),
         ),
+        Kernel(
+            "T04", "fused residual RMSNorm (Triton)", "M", 50, ("fused_add_rmsnorm",),
+            ("t04", "add_rmsnorm"),
+            ("Which activation write and read does fusing the add into the norm remove?",
+             "Why must the mean divide by H and not by the padded block width?",
+             "Near which hidden size does one row per program stop fitting, and what then?"),
+        ),
+        Kernel(
+            "T05", "tiled matmul with a fused epilogue (Triton)", "H", 75, ("matmul_act",),
+            ("t05", "matmul_act"),
+            ("Why must the K tail load 0 while the M and N tails only need a masked store?",
+             "What does grouped program order buy, and how is a short last group handled?",
+             "Why is a decode-like M of 1-4 wasteful for a 32-row tile, and what then?"),
+        ),
+        Kernel(
+            "T06", "per-token int8 quantization (Triton)", "M", 50,
+            ("quantize_per_token", "dequantize_per_token"), ("t06", "quantize_per_token"),
+            ("What do the padded lanes of a head dim of 80 load, and why not anything else?",
+             "What scale does an all-zero row get, and what breaks with 0?",
+             "How many bytes do the scales add per row, against the int8 row itself?"),
+        ),
+        Kernel(
+            "T07", "decode attention with GQA grouping (Triton)", "H", 90, ("decode_attention",),
+            ("t07", "decode_attention_triton"),
+            ("How many times is each KV chunk read with one program per query head, and with one "
+             "per KV head?",
+             "What does the grouped program pay for that saving (registers), and when does it stop"
+             " paying?",
+             "Why must slots past a row's length be masked in the scores, not only in the loads?"),
+        ),
+        Kernel(
+            "T08", "paged decode attention (Triton)", "H", 120, ("paged_decode_attention",),
+            ("t08", "paged_decode_attention"),
+            ("Which two numbers locate position p of a row in the pool, and which comes from the "
+             "table?",
+             "What does a larger page buy and cost (table reads, wasted slots, sharing)?",
+             "Why does a long row split over pages need a second launch, and what does it merge?"),
+        ),
     )
 }  # fmt: skip
 

@@ -12,6 +12,7 @@ guard bytes compared are the ones the kernel could reach.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import torch
 from torch import Tensor
 
 # The grader's wire sends a tensor carrying this attribute with every byte of its storage,
-# both ways (gptlab_testkit.wire.WHOLE_ALLOCATION; named here so that this package needs no
+# both ways (gptlab_worker.wire.WHOLE_ALLOCATION; named here so that this package needs no
 # grader at run time, and checked equal by the suite).
 WHOLE_ALLOCATION = "_gptlab_whole_allocation"
 GUARD = 2048  # elements on each side: more than any block this lane's kernels use
@@ -87,8 +88,15 @@ def guarded_output(name: str, shape: tuple[int, ...], dtype: torch.dtype, device
                    stride: tuple[int, ...] | None = None) -> Guarded:  # fmt: skip
     """An output buffer: the view and its guards all hold the canary (an element the kernel
     never writes keeps it, so a value check sees it too)."""
-    values = torch.full(shape, CANARY, dtype=dtype, device=device)
-    return guarded(name, values, stride, fill=CANARY)
+    canary = canary_for(dtype)
+    values = torch.full(shape, canary, dtype=dtype, device=device)
+    return guarded(name, values, stride, fill=canary)
+
+
+def canary_for(dtype: torch.dtype) -> float:
+    """CANARY, or an integer dtype's minimum (-128 for int8: a level no symmetric
+    quantizer writes)."""
+    return CANARY if dtype.is_floating_point else float(torch.iinfo(dtype).min)
 
 
 def assert_no_store_outside(*buffers: Guarded) -> None:
@@ -103,9 +111,17 @@ def assert_no_store_outside(*buffers: Guarded) -> None:
                 )
 
 
-def poison_readers(run: Callable[[], Tensor], inputs: list[Guarded]) -> list[str]:
+def _shows(result: Tensor, poison: float) -> bool:
+    """Does the poison show in the result? NaN as NaN; an infinite poison (for a max, which
+    ignores NaN: see the README) as any value that is not finite."""
+    values = result.float()
+    return bool(torch.isnan(values).any() if math.isnan(poison) else (~values.isfinite()).any())
+
+
+def poison_readers(run: Callable[[], Tensor], inputs: list[Guarded],
+                   poison: float = POISON) -> list[str]:  # fmt: skip
     """Which guard regions reach the result: each poisoned alone (every other guard
-    element zero) and the kernel run again; a region whose NaN shows was read."""
+    element zero) and the kernel run again; a region whose poison shows was read."""
     found = []
     for target in inputs:
         for side in SIDES:
@@ -114,25 +130,26 @@ def poison_readers(run: Callable[[], Tensor], inputs: list[Guarded]) -> list[str
                 continue
             for buffer in inputs:
                 buffer.allocation[~buffer.inside()] = 0
-            target.allocation[region] = POISON
-            if bool(torch.isnan(run().float()).any()):
+            target.allocation[region] = poison
+            if _shows(run(), poison):
                 found.append(f"{target.name} ({side} its elements)")
     return found
 
 
 def assert_no_load_outside(run: Callable[[], Tensor], result: Tensor, inputs: list[Guarded],
-                           what: str) -> None:  # fmt: skip
-    """The result holds no NaN (the tests' own values are finite): else name the buffers and
-    sides whose poison it read (an unmasked tl.load), found by running again."""
-    if not bool(torch.isnan(result.float()).any()):
+                           what: str, poison: float = POISON) -> None:  # fmt: skip
+    """The result shows no poison (NaN; or, for an infinite poison, nothing non-finite: the
+    tests' own values are finite): else name the buffers and sides whose poison it read (an
+    unmasked tl.load), found by running again."""
+    if not _shows(result, poison):
         return
-    readers = poison_readers(run, inputs) or ["no single guard region: NaN from elsewhere"]
+    readers = poison_readers(run, inputs, poison) or ["no single guard region: from elsewhere"]
     raise AssertionError(
-        f"{what}: NaN in the result: an out-of-bounds load read {', '.join(readers)}"
+        f"{what}: poison ({poison}) in the result: an out-of-bounds load read {', '.join(readers)}"
     )
 
 
 __all__ = [
     "CANARY", "GUARD", "POISON", "WHOLE_ALLOCATION", "Guarded", "assert_no_load_outside",
-    "assert_no_store_outside", "guarded", "guarded_output", "poison_readers",
+    "assert_no_store_outside", "canary_for", "guarded", "guarded_output", "poison_readers",
 ]  # fmt: skip

@@ -219,7 +219,7 @@ def _did_you_mean(name: str) -> str:
         return "did you mean " + " or ".join(dict.fromkeys(spelled[c] for c in close)) + "?"
     return (
         f"expected a mechanism ({', '.join(mechanisms())}), a named re-solve"
-        f" ({', '.join(resolves())}) or a drill id (P01..P28, PT06, PT08, PT17, PT28)"
+        f" ({', '.join(resolves())}) or a drill id (P01..P28, PT01..PT06, PT08, PT17, PT28)"
     )
 
 
@@ -313,7 +313,9 @@ def _held(result: TestResult) -> bool:
     a broken clause). A run of several stages (`--all`, `watch`) holds it for a later stage's
     failure too; a check of its own stage would have earned it, so with no failure of this
     stage's own it counts as passed here, and beside one it is neither passed nor failed."""
-    return bool(getattr(result, "held", False))  # the policy's field (gptlab_testkit.scoring)
+    return bool(
+        getattr(result, "held", False)
+    )  # the policy's field (gptlab_testkit.running.scoring)
 
 
 class Practice:

@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from torch import Tensor
 
-from .worker_facts import layout
+from gptlab_testkit.judge.worker_facts import layout
 
 # ---- hypothesis settings ---------------------------------------------------------------
 

@@ -16,29 +16,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .attempts import ATTEMPT_SUFFIX, load_attempt_file
-from .cannot_grade import import_cause, record_cause
-from .variables import (  # re-exported: the table's callers know it by this module
-    DRILL_CATALOGUE_GROUP as DRILL_CATALOGUE_GROUP,
-)
-from .variables import (
-    DRILL_PREFIX as DRILL_PREFIX,
-)
-from .variables import (
-    MECHANISM_VARIABLES as MECHANISM_VARIABLES,
-)
-from .variables import (
-    VARIABLE_BY_PACKAGE as VARIABLE_BY_PACKAGE,
-)
-from .variables import (
-    VARIABLES as VARIABLES,
-)
-from .variables import (
-    Variable as Variable,
-)
-from .variables import (
-    drill_catalogue as drill_catalogue,
-)
+from gptlab_testkit.loading.attempts import ATTEMPT_SUFFIX, load_attempt_file
+from gptlab_testkit.loading.cannot_grade import import_cause, record_cause
+from gptlab_testkit.loading.variables import DRILL_CATALOGUE_GROUP as DRILL_CATALOGUE_GROUP
+from gptlab_testkit.loading.variables import DRILL_PREFIX as DRILL_PREFIX
+from gptlab_testkit.loading.variables import MECHANISM_VARIABLES as MECHANISM_VARIABLES
+from gptlab_testkit.loading.variables import VARIABLE_BY_PACKAGE as VARIABLE_BY_PACKAGE
+from gptlab_testkit.loading.variables import VARIABLES as VARIABLES
+from gptlab_testkit.loading.variables import Variable as Variable
+from gptlab_testkit.loading.variables import drill_catalogue as drill_catalogue
 
 
 def folder_assignments(folder: Path) -> dict[str, Path]:
@@ -108,24 +94,24 @@ def _innermost_user_frame(error: BaseException) -> str:
 
 def _judged_file(variable: str, spec: str) -> bool:
     """Is `spec` a candidate file that runs in a worker (gptlab_testkit.judge)?"""
-    from .judge import judged
+    from gptlab_testkit.judge.policy import judged
 
     return spec.endswith(".py") and spec != VARIABLES[variable].default_module and judged(variable)
 
 
 def _judged_module(variable: str, spec: str) -> Any:
     """Judge mode: a candidate file runs in a worker, never here (gptlab_testkit.judge)."""
-    from .judge import remote_module
+    from gptlab_testkit.judge.client import remote_module
 
     return remote_module(variable, spec) if _judged_file(variable, spec) else None
 
 
 def spawn_judged_workers() -> None:
     """In a run that grades candidates: start each judged candidate's worker interpreter
-    now (`judge.spawn_early`), so that it is ready when the tests ask for it."""
+    now (`judge.client.spawn_early`), so that it is ready when the tests ask for it."""
     if os.environ.get("GPTLAB_LISTING_EXPECTED"):
         return
-    from .judge import spawn_early
+    from gptlab_testkit.judge.client import spawn_early
 
     specs = [(variable, module_spec(variable)) for variable in VARIABLES]
     spawn_early([(v, spec) for v, spec in specs if _judged_file(v, spec) and Path(spec).is_file()])
@@ -141,7 +127,7 @@ def load_candidate(variable: str) -> ModuleType:
         raise CandidateError(f"unknown implementation variable {variable!r}")
     spec = module_spec(variable)
     if os.environ.get("GPTLAB_LISTING_EXPECTED"):  # listing the expected tests: no candidate
-        spec = VARIABLES[variable].default_module  # code runs (gptlab_testkit.expected)
+        spec = VARIABLES[variable].default_module  # code runs (gptlab_testkit.running.expected)
     try:
         module = _judged_module(variable, spec) or import_spec(spec)
     except Exception as error:  # any failure of a stranger's module is reported, not raised

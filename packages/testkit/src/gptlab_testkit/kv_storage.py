@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from .tensors import LayerKV, PastKeyValues
+from gptlab_testkit.tensors import LayerKV, PastKeyValues
 
 
 def new_token_kv(
@@ -55,7 +55,7 @@ def pad_rows(rows: Sequence[Sequence[LayerKV]], fill: float) -> PastKeyValues:
 def data_pointers(past_key_values: Sequence[LayerKV]) -> list[tuple[object, object]]:
     """(key, value) data pointers per layer: equal before and after means nothing reallocated
     (in judge mode, the worker's pointers as it reported them: `worker_facts`)."""
-    from .worker_facts import data_ptr
+    from gptlab_testkit.judge.worker_facts import data_ptr
 
     return [(data_ptr(key), data_ptr(value)) for key, value in past_key_values]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .candidates import candidate, is_reference
+from gptlab_testkit.candidates import candidate, is_reference
 
 MODERN_VARIANT = "cache_aware_lm.modern"
 

@@ -42,7 +42,7 @@ from typing import ParamSpec, TypeVar, cast
 
 from torch import nn
 
-from .candidates import VARIABLES, Variable
+from gptlab_testkit.candidates import VARIABLES, Variable
 
 M = TypeVar("M", bound=nn.Module)
 P = ParamSpec("P")

@@ -16,7 +16,7 @@ from typing import Any
 
 from torch import Tensor
 
-from . import worker_facts as _facts
+from gptlab_testkit.judge import worker_facts as _facts
 
 REPORTED = _facts.WORKER_REPORTED
 
@@ -55,7 +55,7 @@ def is_instance(value: Any, cls: type) -> bool:
 
 
 def reported(*values: Any) -> str:
-    """" (worker-reported)" when what a test knows of these values is the candidate's
+    """ " (worker-reported)" when what a test knows of these values is the candidate's
     process's word, else "": for a message a named assertion here does not cover."""
     return _facts.worker_reported(*values)
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch import Tensor
-from torch.overrides import TorchFunctionMode
 
-from . import advisory, worker_facts
-from .boundary import TensorState, tensor_state
-from .tensors import test_device
-from .wire import largest_tensor
+from gptlab_testkit.boundary import TensorState, tensor_state
+from gptlab_testkit.judge import advisory, worker_facts
+from gptlab_testkit.judge.watched_calls import CountedCalls as CountedCalls  # suites' name
+from gptlab_testkit.judge.watched_calls import ForbiddenCalls
+from gptlab_testkit.tensors import test_device
 
 
 def seeded(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> Tensor:
@@ -63,50 +63,6 @@ def loop_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor) -> Tensor:
     return out.to(q.device)
 
 
-class _ForbiddenCalls(TorchFunctionMode):
-    def __init__(self, forbidden: Iterable[Callable[..., Any]]) -> None:
-        super().__init__()
-        self.forbidden = set(forbidden)
-        self.seen: list[str] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        if func in self.forbidden:
-            self.seen.append(getattr(func, "__name__", str(func)))
-        return func(*args, **(kwargs or {}))
-
-
-class CountedCalls(TorchFunctionMode):
-    """Counts the torch calls made inside the block (`with CountedCalls() as counter`) and
-    the most elements one of them returned in a tensor (`largest`). In judge mode the
-    candidate's calls are made in its worker, which counts them and reports both numbers
-    (worker-reported: a test that reads them is advisory, `advisory`); the judge's own
-    wire work is not counted (`paused`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-        self.largest = 0
-        self.paused = 0
-        self._answered = 0
-
-    def __enter__(self) -> CountedCalls:
-        self._answered = worker_facts.calls_answered()
-        super().__enter__()  # type: ignore[no-untyped-call]
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        super().__exit__(*exc_info)  # type: ignore[no-untyped-call]
-        if worker_facts.calls_answered() != self._answered:
-            advisory.consulted("CountedCalls")  # a worker counted the candidate's calls
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        result = func(*args, **(kwargs or {}))
-        if not self.paused:
-            self.calls += 1
-            self.largest = max(self.largest, largest_tensor(result))
-        return result
-
-
 CONCATENATIONS = (torch.cat, torch.concat, torch.concatenate, torch.stack, torch.hstack,
                   torch.vstack, torch.dstack)  # fmt: skip
 
@@ -115,7 +71,7 @@ CONCATENATIONS = (torch.cat, torch.concat, torch.concatenate, torch.stack, torch
 def forbidding(*functions: Callable[..., Any], what: str = "call") -> Iterator[None]:
     """Fail if any of these torch functions is called inside the block (e.g. CONCATENATIONS).
     In judge mode a worker reports the candidate's calls: the verdict is advisory."""
-    mode = _ForbiddenCalls(functions)
+    mode = ForbiddenCalls(functions)
     answered = worker_facts.calls_answered()
     with mode:
         yield

@@ -37,9 +37,9 @@ from typing import Any
 
 import torch.distributed as dist
 
-from . import ranks as rank_group
-from .judge import WorkerGoneError, WorkerTimedOutError
-from .ranks import torch_beside
+from gptlab_testkit.judge import ranks as rank_group
+from gptlab_testkit.judge.client import WorkerGoneError, WorkerTimedOutError
+from gptlab_testkit.judge.ranks import torch_beside
 
 WORLD = 2
 GLOO_TIMEOUT_S = 2.0  # a collective whose peer never comes raises after this
@@ -90,9 +90,7 @@ def _serve(
     def entered(name: str, tensors: str) -> None:
         conn.send(("enter", (name, tensors)))  # plain data
 
-    here = rank_group.join(
-        candidate, rank, WORLD, port, GLOO_TIMEOUT_S, WORKER_DEADLINE_S, entered
-    )
+    here = rank_group.join(candidate, rank, WORLD, port, GLOO_TIMEOUT_S, WORKER_DEADLINE_S, entered)
     while (message := conn.recv()) is not None:
         job, args = message
         try:
@@ -139,7 +137,9 @@ class TwoRanks:
     def start(self) -> None:
         ctx = mp.get_context("fork")
         # The parent hosts the rendezvous on a port the OS picked: no port race.
-        self.store = dist.TCPStore("127.0.0.1", 0, WORLD + 1, True, wait_for_workers=False)
+        self.store = dist.TCPStore(  # type: ignore[attr-defined]
+            "127.0.0.1", 0, WORLD + 1, True, wait_for_workers=False
+        )
         for rank in range(WORLD):
             parent, child = ctx.Pipe()
             handle, log = tempfile.mkstemp(prefix=f"p28_rank{rank}_", suffix=".log")
@@ -196,8 +196,9 @@ class TwoRanks:
         deadline = time.monotonic() + DEADLINE_S
         while None in outcomes and (left := deadline - time.monotonic()) > 0:
             pending = [self.pipes[r] for r in range(WORLD) if outcomes[r] is None]
-            for pipe in wait(pending, timeout=left):
-                rank = self.pipes.index(pipe)  # type: ignore[arg-type]
+            for ready in wait(pending, timeout=left):
+                rank = next(r for r, pipe in enumerate(self.pipes) if pipe is ready)
+                pipe = self.pipes[rank]
                 try:
                     kind, payload = pipe.recv()
                 except EOFError:
@@ -292,7 +293,6 @@ def describe(rank: int, outcome: Outcome) -> str:
     said = f": {reason}" if reason else ""
     status_text = "" if status is None else f" (exit status {status})"
     return f"rank {rank} died{status_text} {where}{said}"
-
 
 
 __all__ = ["Outcome", "RankError", "TwoRanks", "contract_breaks", "describe", "torch_beside"]

@@ -16,9 +16,9 @@ import torch
 from hypothesis import strategies as st
 from torch import Tensor
 
-from .kv_storage import data_pointers
-from .oracles import seeded
-from .tensors import test_device
+from gptlab_testkit.kv_storage import data_pointers
+from gptlab_testkit.oracles import seeded
+from gptlab_testkit.tensors import test_device
 
 SlotWrite = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor], object]
 

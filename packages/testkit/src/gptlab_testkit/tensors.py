@@ -67,7 +67,7 @@ def assert_past_unchanged(before: Sequence[LayerKV], after: Sequence[LayerKV], w
 def shares_storage(first: Tensor, second: Tensor) -> bool:
     """True when two tensors are views of the same memory (in judge mode, the worker's
     memory as it reported it: `worker_facts`)."""
-    from .worker_facts import storage
+    from gptlab_testkit.judge.worker_facts import storage
 
     return storage(first) == storage(second)
 
@@ -75,7 +75,7 @@ def shares_storage(first: Tensor, second: Tensor) -> bool:
 def assert_no_shared_storage(
     returned: Sequence[LayerKV], owned: Sequence[LayerKV], what: str
 ) -> None:
-    from .worker_facts import worker_reported
+    from gptlab_testkit.judge.worker_facts import worker_reported
 
     for index, (pair_returned, pair_owned) in enumerate(zip(returned, owned, strict=True)):
         for tensor_returned in pair_returned:
