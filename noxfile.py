@@ -288,7 +288,7 @@ def testkit(session: nox.Session) -> None:
 @nox.session(default=False)
 def practice(session: nox.Session) -> None:
     """Timed blank-editor practice: `nox -s practice -- start tinygpt`, `-- check`, `-- status`."""
-    install_packages(session, *RUNTIME_PACKAGES)
+    install_packages(session, *RUNTIME_PACKAGES, "kernels")  # the Triton lane's items (T01-T08)
     install_packages(session, "practice", extras="plot")
     session.run("gptlab-practice", *session.posargs)
 
@@ -296,7 +296,7 @@ def practice(session: nox.Session) -> None:
 @nox.session
 def practice_tests(session: nox.Session) -> None:
     """The practice tool's own tests (stages data, the store, end-to-end loops on a fake clock)."""
-    install_packages(session, *RUNTIME_PACKAGES)
+    install_packages(session, *RUNTIME_PACKAGES, "kernels")  # a T item's start and check
     install_packages(session, "practice", extras="plot")
     session.run("pytest", str(PACKAGES_DIR / "practice" / "tests"), *session.posargs)
 

@@ -150,7 +150,7 @@ def test_seed_style_folder_attempt_imports_its_sibling_by_plain_name(
     for stage in range(1, 7):
         assert f"cache_aware_lm stage {stage}/6: PASS" in passed.out
     status = practise("status").out.splitlines()
-    assert any(line.startswith("tinygpt") and " 1 active " in line for line in status)
+    assert any(line.startswith("M01 tinygpt") and " 1 active " in line for line in status)
 
 
 HOSTILE = {

@@ -87,7 +87,7 @@ def test_status_of_an_empty_home_is_one_line(
 ) -> None:
     assert main(["--home", str(home), "status"], clock=clock) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("no attempt yet at any item (`start ITEM`): tinygpt, ")
+    assert out[0].startswith("no attempt yet at any item (`start ITEM`): M01 tinygpt, ")
     assert len(out) <= 2
 
 

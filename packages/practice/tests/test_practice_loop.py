@@ -103,10 +103,10 @@ def test_fail_repair_in_pt17_resume_finish_and_learn_on_a_later_day(
     ]
 
     due = practise("due")
-    assert f"2026-12-01  tinygpt: re-solve {same_day}, from an empty file" in due.out
+    assert f"2026-12-01  M01 tinygpt: re-solve {same_day}, from an empty file" in due.out
     assert "tinygpt attempt 1, rectangular_mask" in due.out
     status = practise("status").out
-    line = next(line for line in status.splitlines() if line.startswith("tinygpt"))
+    line = next(line for line in status.splitlines() if line.startswith("M01 tinygpt"))
     assert "2026-12-01 (same day)" in line and "not yet" in line
     assert "note: tinygpt not learned yet: attempt 1 is the first" in status
 
@@ -118,10 +118,12 @@ def test_fail_repair_in_pt17_resume_finish_and_learn_on_a_later_day(
     assert again.code == 0, again.out
     assert "ledger: not filled" not in again.out
     assert "unguarded: your code ran beside the tests" in again.out  # practice is in-process
-    line = next(line for line in practise("status").out.splitlines() if line.startswith("tinygpt"))
+    line = next(
+        line for line in practise("status").out.splitlines() if line.startswith("M01 tinygpt")
+    )
     assert "yes (attempt 2, 2026-12-02)" in line
     assert "2026-12-02 (next day)" in line  # the overdue same-day one was done today
-    assert "2026-12-02  tinygpt: re-solve the next day" in practise("due").out
+    assert "2026-12-02  M01 tinygpt: re-solve the next day" in practise("due").out
 
 
 def test_a_drill_miss_with_its_probes_answered(

@@ -9,12 +9,14 @@ there. An owner whose invariant no drill states names none (`drills = []`) and l
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gptlab_practice.stages import units
 from gptlab_practice.store import STORE_NAME, Store
 from gptlab_testkit import OWNERS, TestResult
 from gptlab_testkit.running.reporting import routing_lines
@@ -137,8 +139,19 @@ def test_only_an_unowned_invariant_has_related_drills() -> None:
 
 
 def test_a_drill_owner_routes_to_its_own_drill_first() -> None:
-    wrong = [k for k, o in OWNERS.items() if o.package == "drills" and o.drills[:1] != (k.upper(),)]
+    wrong = [k for k, o in OWNERS.items() if o.package in LANES and o.drills[:1] != (k.upper(),)]
     assert not wrong, wrong
+
+
+def test_every_drill_a_routing_row_names_can_be_started() -> None:
+    """`repair` and a failed check's `start ...` name these: each is a practice item (the
+    Triton lane's T01-T08 too, from the kernels' catalogue)."""
+    named = {drill for row in OWNERS.values() for drill in (*row.drills, *row.related)}
+    triton = {d for d in named if d.startswith("T")}
+    assert triton, "no routing row names a Triton kernel"
+    if importlib.util.find_spec("gptlab_kernels") is None:  # an install of its own
+        named -= triton
+    assert named <= set(units()), sorted(named - set(units()))
 
 
 def test_grade_says_no_drill_owns_an_unowned_invariant_and_names_the_related() -> None:

@@ -1,7 +1,8 @@
 """gptlab-practice: timed blank-editor stages over the grader (`nox -s practice -- COMMAND`).
 
-    start [ITEM] [--new]            an empty attempt file (a mechanism, a named re-solve
-                                    modern_lm:layer_reconstruction, a drill P19); no ITEM: list
+    start [ITEM] [--new]            an empty attempt file (a mechanism tinygpt or M01, a named
+                                    re-solve modern_lm:layer_reconstruction, a drill P19, a
+                                    Triton kernel T04); no ITEM: list
     check [ITEM] [--all] [--note T] grade the current stage (--all: on until one fails)
     repair [ITEM]                   start the drill that owns the last failure
     watch [ITEM]                    re-check on every save, one live screen
@@ -34,7 +35,18 @@ from typing import TYPE_CHECKING, TypedDict
 
 from .history import PLOT_NAME, duration, plot, table
 from .learned import verdict
-from .stages import Mechanism, mechanisms, resolves, units
+from .stages import (
+    KERNELS_PACKAGE,
+    Mechanism,
+    kernels,
+    mechanisms,
+    readme_of,
+    reference_of,
+    resolves,
+    starting_artifact,
+    unit_named,
+    units,
+)
 from .store import STORE_NAME, Attempt, CheckRecord, Review, StageRecord, Store, StoreError
 
 if TYPE_CHECKING:  # the grader imports torch: only `check` and `start` pay for it
@@ -87,8 +99,9 @@ def _parser() -> argparse.ArgumentParser:
         "mechanism",
         nargs="?",
         metavar="ITEM",
-        help="a mechanism (tinygpt), a named re-solve (modern_lm:layer_reconstruction) or a"
-        " drill (P19); without it, the list of what can be started",
+        help="a mechanism (tinygpt, or its kit name M01), a named re-solve"
+        " (modern_lm:layer_reconstruction), a drill (P19) or a Triton kernel (T04); without it,"
+        " the list of what can be started",
     )
     start.add_argument(
         "--new", action="store_true", help="archive an attempt in progress and begin again"
@@ -193,17 +206,23 @@ def find_root(option: Path | None, home: Path) -> Path:
     )
 
 
+KERNEL_ID = re.compile(r"[Tt]\d\d")  # a Triton-lane kernel's id (T04)
+
+
 def _mechanism(name: str) -> Mechanism:
-    """A mechanism (`tinygpt`, the seed's `tiny_gpt`), a named re-solve
-    (`modern_lm:layer_reconstruction`, its file's `modern_lm_layer_reconstruction`) or a
-    drill (`P19`, `p19`). Read from stages.toml and the drill catalogue only, so an unknown
-    name is answered before torch is imported."""
-    known = units()
-    if name in known or name.upper() in known:
-        return known[name] if name in known else known[name.upper()]
-    for unit in known.values():  # the attempt files' names are accepted too (tiny_gpt, ...)
-        if name in unit.names:
-            return unit
+    """A mechanism (`tinygpt`, the seed's `tiny_gpt`, the kit's `M01`), a named re-solve
+    (`modern_lm:layer_reconstruction`, its file's `modern_lm_layer_reconstruction`), a
+    drill (`P19`, `p19`) or a kernel (`T04`). Read from stages.toml and the drill and kernel
+    catalogues only, so an unknown name is answered before torch is imported."""
+    unit = unit_named(name)
+    if unit is not None:
+        return unit
+    if KERNEL_ID.fullmatch(name) and not kernels():
+        raise RefusedError(
+            f"{name.upper()} is a Triton-lane kernel and {KERNELS_PACKAGE} is not installed"
+            ' (practice alone does not bring triton): `pip install "packages/kernels[test]"`'
+            " from the checkout"
+        )
     raise UsageError(f"unknown item {name!r} ({_did_you_mean(name)}); `start` alone lists them")
 
 
@@ -219,7 +238,8 @@ def _did_you_mean(name: str) -> str:
         return "did you mean " + " or ".join(dict.fromkeys(spelled[c] for c in close)) + "?"
     return (
         f"expected a mechanism ({', '.join(mechanisms())}), a named re-solve"
-        f" ({', '.join(resolves())}) or a drill id (P01..P28, PT01..PT06, PT08, PT17, PT28)"
+        f" ({', '.join(resolves())}), a drill id (P01..P28, PT01..PT06, PT08, PT17, PT28)"
+        " or a Triton kernel (T01..T08)"
     )
 
 
@@ -227,19 +247,30 @@ def catalogue() -> list[str]:
     """What `start` can begin, for `start` without ITEM."""
     lines = ["start one of these: `start ITEM`", "mechanisms (stages, minutes in all):"]
     lines += [
-        f"  {m.package:<16} {len(m.stages)} stage(s), {m.total_minutes}m"
+        f"  {m.label:<20} {len(m.stages)} stage(s), {m.total_minutes}m"
         for m in mechanisms().values()
     ]
     lines.append("named re-solves (one stage, from an empty file, on a later day):")
     lines += [
         f"  {r.package}  {r.stages[0].minutes}m: {r.stages[0].build}" for r in resolves().values()
     ]
-    drills = [u.package for u in units().values() if u.drill is not None]
+    drills = [u.package for u in units().values() if u.drill and u.drill.id not in kernels()]
     lines += [
         "drills (the repair lane):",
         *textwrap.wrap(", ".join(drills), 88, initial_indent="  ", subsequent_indent="  "),
     ]
+    if kernels():
+        lines.append("Triton kernels (the Triton lane, one stage each):")
+        lines += [
+            f"  {kernel.id}  {kernel.minutes:>3}m: {kernel.title}" for kernel in kernels().values()
+        ]
     return lines
+
+
+def _label(item: str) -> str:
+    """An item as lists name it: `M02 modern_lm` for a model build, else its key."""
+    unit = units().get(item)
+    return unit.label if unit else item
 
 
 def install_hint(module: str) -> str:
@@ -390,7 +421,7 @@ class Practice:
 
     def _artifact(self, mechanism: Mechanism) -> str:
         """A debug drill's supplied broken file (its text), else ""."""
-        supplied = mechanism.drill.starting_artifact() if mechanism.drill else None
+        supplied = starting_artifact(mechanism)
         if supplied is None:
             return ""
         if not supplied.is_file():
@@ -402,7 +433,7 @@ class Practice:
 
     def _untouched_artifact(self, mechanism: Mechanism, text: str) -> bool:
         """A debug drill's file still holding only the header and the supplied artifact."""
-        supplied = mechanism.drill.starting_artifact() if mechanism.drill else None
+        supplied = starting_artifact(mechanism)
         if supplied is None or not supplied.is_file():
             return False
         code = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
@@ -610,10 +641,10 @@ class Practice:
 
     def _clause_line(self, clause_id: str) -> str:
         """`P19.6 (semantics) grouped queries: ...`, from the README that states it (the
-        drills' or modern_lm's), cut to a line; the id alone where none is found."""
+        drills', modern_lm's or the kernels'), cut to a line; the id alone where none is found."""
         from gptlab_testkit import readme_clauses
 
-        for package in ("drills", "modern_lm"):
+        for package in ("drills", "modern_lm", "kernels"):
             readme = (self.root or Path(".")) / "packages" / package / "README.md"
             try:
                 clause = readme_clauses(readme).get(clause_id) if readme.is_file() else None
@@ -726,9 +757,8 @@ class Practice:
             self.say(f"first wrong decision: {attempt.first_wrong_owner} ({where}){note}")
         self.store.open_reference(attempt.id, self.clock())
         if mechanism.drill:
-            folder = root / "packages" / "drills"
-            self.say(f"reference: {folder / 'src' / 'gptlab_drills' / mechanism.drill.key}.py")
-            self.say(f"README:    {folder / 'README.md'}")
+            self.say(f"reference: {root / reference_of(mechanism.drill)}")
+            self.say(f"README:    {root / readme_of(mechanism.drill)}")
         else:
             folder = root / "packages" / mechanism.suite
             self.say(f"reference: {folder / 'src' / mechanism.suite}")
@@ -769,7 +799,9 @@ class Practice:
         now_due = [r for r in pending if r.due_day <= today]
         if not now_due:
             ahead = min(pending, key=lambda r: r.due_day, default=None)
-            later = f"; next: {ahead.item} on {ahead.due_day} ({ahead.step})" if ahead else ""
+            later = (
+                f"; next: {_label(ahead.item)} on {ahead.due_day} ({ahead.step})" if ahead else ""
+            )
             self.say(f"nothing due today ({today}){later}")
             return 0
         self.say(f"due on {today} (oldest first):")
@@ -781,7 +813,7 @@ class Practice:
         miss = self.store.attempt(review.miss_attempt_id)
         late = " (overdue)" if review.due_day < today else ""
         return (
-            f"{review.due_day}{late}  {review.item}: re-solve {when_due(review.step)},"
+            f"{review.due_day}{late}  {_label(review.item)}: re-solve {when_due(review.step)},"
             f" {self._how_to_begin(review.item)}; miss: {miss.mechanism} attempt {miss.number},"
             f" {miss.first_wrong_owner or '?'}"
         )
@@ -839,11 +871,11 @@ class Practice:
         for mechanism in self._practised():
             attempts = self.store.attempts(mechanism.package)
             if not attempts and self._next_review(mechanism.package) == "-":
-                untried.append(mechanism.package)
+                untried.append(mechanism.label)
                 continue
             learned = verdict(attempts, self._stages_of(attempts), self._checks_of(attempts))
             if not attempts:
-                row = [mechanism.package, "-", "-", "-", "-"]
+                row = [mechanism.label, "-", "-", "-", "-"]
                 rows.append([*row, self._next_review(mechanism.package), "no attempt"])
                 continue
             latest = attempts[-1]
@@ -876,7 +908,7 @@ class Practice:
                 below.append(f"{mechanism.package} not learned yet: {learned.why}")
             rows.append(
                 [
-                    mechanism.package,
+                    mechanism.label,
                     f"{latest.number} {latest.status}",
                     f"{latest.stage}/{latest.stage_count}",
                     in_stage,

@@ -12,14 +12,14 @@ from datetime import date, timedelta
 
 from gptlab_drills.catalogue import DRILLS, Drill
 
-from .stages import Mechanism, units
+from .stages import DrillItem, Mechanism, unit_named
 from .store import PlannedReview
 
 STEPS = (("same day", 0), ("next day", 1), ("3 days", 3), ("a week", 7))
 TRANSFER_DELAY_DAYS = 3
 
 
-def is_transfer_case(drill: Drill | None) -> bool:
+def is_transfer_case(drill: DrillItem | None) -> bool:
     return drill is not None and drill.id.startswith("PT")
 
 
@@ -39,9 +39,10 @@ def after_miss(unit: Mechanism, day: date) -> tuple[PlannedReview, ...]:
     if is_transfer_case(unit.drill):
         assert unit.drill is not None
         planned = []
-        if unit.drill.owner in units():
-            planned.append(PlannedReview(unit.drill.owner, "owner re-solve", day.isoformat()))
-        other = sibling(unit.drill)
+        owner = unit_named(unit.drill.owner) if unit.drill.owner else None
+        if owner is not None:  # a model build by its kit name (PT06's M01 is tinygpt)
+            planned.append(PlannedReview(owner.package, "owner re-solve", day.isoformat()))
+        other = sibling(unit.drill) if isinstance(unit.drill, Drill) else None
         if other is not None:
             due = day + timedelta(days=TRANSFER_DELAY_DAYS)
             planned.append(

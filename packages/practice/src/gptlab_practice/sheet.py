@@ -11,7 +11,7 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
-from .stages import Mechanism
+from .stages import Mechanism, is_kernel, readme_of
 
 ARCHIVE = "archive"
 WIDTH = 92
@@ -62,11 +62,12 @@ def _intro(
         "",
     ]
     if mechanism.drill:  # the kit's protocol for a drill (packages/drills/README.md)
+        tools = "Triton and PyTorch" if is_kernel(mechanism.drill) else "PyTorch only"
         lines += [
             "No assistant. Restate the contract and reject bad shapes first; two ordinary",
-            "examples and one hostile case; PyTorch only; compare with a slow reference path.",
+            f"examples and one hostile case; {tools}; compare with a slow reference path.",
             f"Graded names: {', '.join(names)}",
-            f"Contract: packages/drills/README.md, section {mechanism.package}.",
+            f"Contract: {readme_of(mechanism.drill)}, section {mechanism.package}.",
         ]
     else:
         lines += [

@@ -3,18 +3,57 @@
 A stage's selection is a list of entries; an entry is a conjunction of atoms over
 one contract test's identity (tier marks, owner, file, function name, package).
 Stage k selects what any entry of stages 1..k matches, so stages only grow.
+
+Beside the mechanisms, every drill of gptlab_drills' catalogue and (where gptlab-kernels
+is installed) every Triton-lane kernel of its catalogue is a one-stage unit; both
+catalogues are plain data, so reading them imports neither torch nor triton.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from gptlab_drills.catalogue import DRILLS, Drill
+
+KERNELS_PACKAGE = "gptlab_kernels"  # the Triton lane (T01-T08), an optional install
+
+
+class DrillItem(Protocol):
+    """What practice reads of a one-stage item: a drill (gptlab_drills) or a kernel
+    (gptlab_kernels), each graded through its own variable by its own suite."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def minutes(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def graded(self) -> tuple[str, ...]: ...
+    @property
+    def stems(self) -> tuple[str, ...]: ...
+    @property
+    def probes(self) -> tuple[str, ...]: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def variable(self) -> str: ...
+    @property
+    def module(self) -> str: ...
+    @property
+    def suite(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -112,15 +151,22 @@ class Mechanism:
     readme_section: str
     source: str
     stages: tuple[Stage, ...]
-    drill: Drill | None = None  # a drill: one stage, its whole contract suite
+    drill: DrillItem | None = None  # a drill or a kernel: one stage, its whole contract suite
     resolve_of: str | None = None  # a named re-solve: the mechanism whose suite grades it
     resolves: tuple[Mechanism, ...] = ()  # a mechanism's named re-solves
     file_stem: str = ""  # the attempt file's stem when not the package (the seed's tiny_gpt)
+    kit_name: str = ""  # the kit's id of a model build (`M02` for modern_lm), else ""
 
     @property
     def names(self) -> tuple[str, ...]:
-        """What a learner may type for it: the key, and its attempt file's stem."""
-        return tuple(dict.fromkeys(n for n in (self.package, self.file_stem) if n))
+        """What a learner may type for it: the key, its attempt file's stem, its kit name."""
+        typed = (self.package, self.file_stem, self.kit_name)
+        return tuple(dict.fromkeys(n for n in typed if n))
+
+    @property
+    def label(self) -> str:
+        """How lists name it: `M02 modern_lm` for a model build, else the key."""
+        return f"{self.kit_name} {self.package}" if self.kit_name else self.package
 
     @property
     def suite(self) -> str:
@@ -198,6 +244,7 @@ def _mechanism(package: str, table: dict[str, object]) -> Mechanism:
         str(table["source"]),
         stages,
         file_stem=str(table.get("file_stem", "")),
+        kit_name=str(table.get("kit_name", "")),
     )
     named = table.get("resolves", {})
     if not isinstance(named, dict):
@@ -218,20 +265,56 @@ def mechanisms() -> dict[str, Mechanism]:
     return parse_stages(text)
 
 
-def drill_unit(drill: Drill) -> Mechanism:
-    """A drill as a practice unit: one stage, its time box, its whole contract suite."""
+def is_kernel(drill: DrillItem) -> bool:
+    """A Triton-lane kernel (gptlab_kernels), not a repair-lane drill."""
+    return drill.module.startswith(f"{KERNELS_PACKAGE}.")
+
+
+def readme_of(drill: DrillItem) -> PurePosixPath:
+    """The README stating its contract (`packages/drills/README.md`), relative to the checkout."""
+    return PurePosixPath(drill.suite).parents[1] / "README.md"
+
+
+def reference_of(drill: DrillItem) -> PurePosixPath:
+    """Its reference module's file (`packages/drills/src/gptlab_drills/p19.py`)."""
+    module = PurePosixPath(*drill.module.split("."))
+    return PurePosixPath(drill.suite).parents[1] / "src" / f"{module}.py"
+
+
+def starting_artifact(unit: Mechanism) -> Traversable | None:
+    """A debug drill's supplied broken file; None for every other unit (kernels have none)."""
+    return unit.drill.starting_artifact() if isinstance(unit.drill, Drill) else None
+
+
+def drill_unit(drill: DrillItem) -> Mechanism:
+    """A drill or a kernel as a practice unit: one stage, its time box, its whole suite."""
     start = "its supplied broken artifact" if drill.kind == "debug" else "an empty file"
+    what = ", ".join(drill.graded)
+    if is_kernel(drill):  # the kit asks every kernel for its ledger (the module's LEDGER)
+        what += " (Triton kernel and launcher) and LEDGER"
     stage = Stage(
         number=1,
         minutes=drill.minutes,
-        build=f"{drill.title}: {', '.join(drill.graded)} from {start}, with the kit's protocol",
+        build=f"{drill.title}: {what} from {start}, with the kit's protocol",
         stop=f"every contract test of {drill.id} passes ({drill.suite})",
         entries=(),
     )
-    source = f"the kit's {drill.kind} drill {drill.id}" + (
+    kind = "Triton-lane kernel" if is_kernel(drill) else f"{drill.kind} drill"
+    source = f"the kit's {kind} {drill.id}" + (
         f" (canonical owner {drill.owner})" if drill.owner else ""
     )
     return Mechanism(drill.id, "README", source, (stage,), drill, file_stem=drill.stems[0])
+
+
+@cache
+def kernels() -> dict[str, DrillItem]:
+    """{id: kernel} of the Triton lane where gptlab-kernels is installed, else {}. Its
+    catalogue module is data (the package imports neither torch nor triton)."""
+    if importlib.util.find_spec(KERNELS_PACKAGE) is None:
+        return {}
+    catalogue = importlib.import_module(f"{KERNELS_PACKAGE}.catalogue")
+    found: dict[str, DrillItem] = dict(catalogue.KERNELS)
+    return found
 
 
 @cache
@@ -243,6 +326,19 @@ def resolves() -> dict[str, Mechanism]:
 @cache
 def units() -> dict[str, Mechanism]:
     """Everything a learner can practise: each mechanism then its named re-solves, then
-    every drill by its id."""
+    every drill by its id, then every Triton-lane kernel (T01-T08) where installed."""
     graded = {u.package: u for m in mechanisms().values() for u in (m, *m.resolves)}
-    return {**graded, **{d.id: drill_unit(d) for d in DRILLS.values()}}
+    one_stage = (*DRILLS.values(), *kernels().values())
+    return {**graded, **{d.id: drill_unit(d) for d in one_stage}}
+
+
+def unit_named(name: str) -> Mechanism | None:
+    """The unit a learner means: its key (`tinygpt`), a drill or kernel id or a kit name in
+    any case (`p19`, `t04`, `m02`), or its attempt file's stem (`tiny_gpt`); None if none."""
+    known = units()
+    if name in known or name.upper() in known:
+        return known[name] if name in known else known[name.upper()]
+    for unit in known.values():
+        if name in unit.names or (unit.kit_name and name.upper() == unit.kit_name):
+            return unit
+    return None
