@@ -202,6 +202,7 @@ def test_every_attempt_header_points_at_the_repositorys_contract():
     headings = {
         "docs/contracts.md": (ROOT / "docs" / "contracts.md").read_text(encoding="utf-8"),
         "packages/drills/README.md": (ROOT / "packages/drills/README.md").read_text("utf-8"),
+        "packages/kernels/README.md": (ROOT / "packages/kernels/README.md").read_text("utf-8"),
     }
     for unit in units().values():
         header = sheet.attempt_header(unit, ("name",), 1, datetime(2026, 1, 1))
