@@ -1019,3 +1019,22 @@ def test_workers_that_start_alike_are_forks_of_one_interpreter_and_leave_no_zomb
     finally:
         for worker in [*workers, *shared]:
             worker.stop()
+
+
+@pytest.mark.parametrize(
+    "reported",
+    [
+        None,
+        [{"kernel": "k", "grid": [1, 1], "ints": {}}],  # two cells, not three
+        [{"kernel": "k", "grid": [1, -1, 1], "ints": {}}],
+        [{"kernel": "k", "grid": [1, 1, 1], "ints": {"n": True}}],
+        [{"kernel": 3, "grid": [1, 1, 1], "ints": {}}],
+    ],
+)
+def test_a_workers_launch_records_are_refused_unless_well_formed(reported: object) -> None:
+    from gptlab_testkit.judge.client import _launches
+
+    good = [{"kernel": "k", "grid": [4, 1, 1], "ints": {"n": 1000, "BLOCK": 256}}]
+    assert _launches(good) == good
+    with pytest.raises(wire.WireError, match="malformed launch records"):
+        _launches(reported)

@@ -325,3 +325,14 @@ def test_the_probe_of_this_machine_is_cached_and_says_why_in_one_line() -> None:
     why = sandbox.refusal()
     assert why is None or (why.startswith("grade refuses to judge") and "\n" not in why)
     assert sys.platform.startswith("linux") or why is not None
+
+
+def test_a_venv_under_tmp_gets_its_folders_made_inside_the_workers_empty_tmp() -> None:
+    from gptlab_testkit.judge.sandbox import _ancestors
+
+    made = ["/tmp", "/proc", "/dev", "/usr"]  # /usr a bind: the host's folders below it
+    venv = "/tmp/venv/lib/python3.11/site-packages/torch"
+
+    assert _ancestors([venv, "/usr/lib/x"], made) == ["/tmp/venv", "/tmp/venv/lib", "/tmp/venv/lib/python3.11",
+                                "/tmp/venv/lib/python3.11/site-packages"]  # fmt: skip
+    assert _ancestors(["/tmp/gptlab-worker-1"], made) == []  # /tmp itself is made

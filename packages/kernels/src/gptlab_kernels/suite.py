@@ -1,13 +1,15 @@
-"""What the kernels' suites share: where tensors live, seeded values, the ledger check."""
+"""What the kernels' suites share: where tensors live, seeded values, the ledger checks."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import Tensor
 
 from . import LEDGER_FIELDS
+from .ledger import grid_mismatch, traffic_mismatch
 
 
 def device() -> torch.device:
@@ -31,4 +33,35 @@ def ledger_gaps(ledger: object) -> list[str]:
     return [f for f in LEDGER_FIELDS if not str(ledger.get(f, "")).strip()]
 
 
-__all__ = ["device", "ledger_gaps", "seeded"]
+def assert_ledger_grid(
+    kernel: object, function: str, call: Callable[[], object], names: Mapping[str, int]
+) -> None:
+    """Make the graded `call` and compare each Triton launch it made with the grids the
+    kernel's LEDGER states for `function` (`ledger`). Launches are seen under the
+    interpreter only: compiled (a GPU) the check is skipped."""
+    import pytest  # tests only, as the face below
+
+    from gptlab_testkit.oracles import LaunchedGrids
+
+    if device().type != "cpu":
+        pytest.skip("launch grids are recorded under Triton's interpreter only")
+    with LaunchedGrids() as seen:
+        call()
+    problem = grid_mismatch(getattr(kernel, "LEDGER", None), function, seen.launches, names)
+    assert problem is None, problem
+
+
+def assert_ledger_traffic(
+    kernel: object,
+    function: str,
+    names: Mapping[str, int],
+    sizes: Mapping[str, int],
+    moved: int,
+) -> None:
+    """The kernel's LEDGER traffic formula for `function`, at these shapes, against the
+    bytes the call must move (`ledger.traffic_mismatch`)."""
+    problem = traffic_mismatch(getattr(kernel, "LEDGER", None), function, names, sizes, moved)
+    assert problem is None, problem
+
+
+__all__ = ["assert_ledger_grid", "assert_ledger_traffic", "device", "ledger_gaps", "seeded"]

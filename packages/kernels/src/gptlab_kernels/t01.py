@@ -19,11 +19,11 @@ from torch import Tensor
 BLOCK = 256
 
 LEDGER = {
-    "grid": "(cdiv(n, BLOCK),): one program per block of BLOCK elements",
+    "grid": "`(cdiv(n, BLOCK),)`: one program per block of BLOCK elements",
     "tile": "BLOCK = 256 elements of one 1-D buffer",
     "pointer formula": "ptr + offsets * stride, offsets = pid * BLOCK + arange(BLOCK)",
     "mask": "offsets < n on every load and store (the last block's tail)",
-    "traffic": "n * (size(x) + size(y) + size(out)) bytes: two reads, one write",
+    "traffic": "`n * (size(x) + size(y) + size(out))` bytes: two reads, one write",
     "occupancy limiter": "none at this tile: bandwidth-bound when large, launch-bound when small",
     "oracle": "a * x.float() + y.float(), rounded once to out's dtype",
     "benchmark method": "triton.testing.do_bench against torch (a * x + y), compile excluded, "

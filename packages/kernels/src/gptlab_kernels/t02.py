@@ -18,11 +18,12 @@ from torch import Tensor
 BM, BN = 16, 32
 
 LEDGER = {
-    "grid": "(cdiv(M, BM), cdiv(N, BN)): one [BM, BN] tile of x per program",
+    "grid": "`(cdiv(M, BM), cdiv(N, BN))`: one [BM, BN] tile of x per program, both functions",
     "tile": "BM = 16 rows x BN = 32 columns",
     "pointer formula": "ptr + rows[:, None] * stride_0 + cols[None, :] * stride_1 (own strides)",
     "mask": "(rows < M)[:, None] & (cols < N)[None, :] on loads and stores; cols < N for the bias",
-    "traffic": "bias add: M*N*(size(x) + size(out)) + N*size(bias); transpose: 2*M*N*size(x)",
+    "traffic": "`add_row_bias: M * N * (size(x) + size(out)) + N * size(bias)`; "
+    "`transpose: M * N * (size(x) + size(out))`",
     "occupancy limiter": "none at this tile; coalescing: the stride-1 dim should be the fast one",
     "oracle": "x + bias[None, :] and x.t(), in torch",
     "benchmark method": "triton.testing.do_bench against torch's copy_/add on the same views, GB/s",

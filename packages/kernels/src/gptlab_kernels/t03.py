@@ -16,11 +16,11 @@ import triton.language as tl
 from torch import Tensor
 
 LEDGER = {
-    "grid": "(M,): one program per row",
+    "grid": "`(M,)`: one program per row",
     "tile": "BLOCK = next_power_of_2(N) lanes: the whole row in registers",
     "pointer formula": "x_ptr + row * stride_row + cols * stride_col (out the same, its own)",
     "mask": "cols < N: -inf in for the max, so 0 in the sum; the store masked the same",
-    "traffic": "M * N * (size(x) + size(out)): one read, one write (unfused: about 3x)",
+    "traffic": "`M * N * (size(x) + size(out))`: one read, one write (unfused: about 3x)",
     "occupancy limiter": "registers: BLOCK lanes per row; past ~16K a row needs a loop or split",
     "oracle": "torch.softmax(x.float(), -1); each row sums to 1",
     "benchmark method": "triton.testing.do_bench against torch.softmax, compile excluded, GB/s",

@@ -18,13 +18,13 @@ import triton.language as tl
 from torch import Tensor
 
 LEDGER = {
-    "grid": "(M,): one program per row",
+    "grid": "`(M,)`: one program per row",
     "tile": "BLOCK = next_power_of_2(H) lanes: the whole row in registers",
     "pointer formula": "ptr + row * stride_0 + cols * stride_1 for x, residual, out, residual_out;"
     " weight_ptr + cols * stride",
     "mask": "cols < H on every load (0 in: nothing added to the sum of squares) and store",
-    "traffic": "M * H * (size(x) + size(residual) + size(out) + size(residual_out)) + H * "
-    "size(weight); unfused adds M * H * 2 * size(h): the sum written, then read back",
+    "traffic": "`M * H * (size(x) + size(residual) + size(out) + size(residual_out)) + H * "
+    "size(weight)`; unfused adds M * H * 2 * size(h): the sum written, then read back",
     "occupancy limiter": "registers: BLOCK fp32 lanes per row; near 8K-16K a row spills, then "
     "loop over column chunks (two passes)",
     "oracle": "h = (x.float() + residual.float()).to(dtype); h.float() * rsqrt(mean(h.float()^2) "

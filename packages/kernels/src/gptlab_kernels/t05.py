@@ -25,13 +25,13 @@ BM, BN, BK, GROUP_M = 32, 32, 32, 4
 ACTIVATIONS = ("none", "silu", "gelu")
 
 LEDGER = {
-    "grid": "(cdiv(M, BM) * cdiv(N, BN),): one program per [BM, BN] tile of out, grouped order",
+    "grid": "`(cdiv(M, BM) * cdiv(N, BN),)`: one program per [BM, BN] tile of out, grouped order",
     "tile": "BM = BN = BK = 32; GROUP_M = 4 tile rows per group",
     "pointer formula": "a + rows[:, None] * sa0 + ks[None, :] * sa1; b + ks[:, None] * sb0 + "
     "cols[None, :] * sb1; out + rows[:, None] * so0 + cols[None, :] * so1",
     "mask": "rows < M and ks < K on a's tile, ks < K and cols < N on b's (0 in: the K tail is "
     "summed), rows < M and cols < N on the store",
-    "traffic": "at least M*K*size(a) + K*N*size(b) + M*N*size(out); tiled, a is read "
+    "traffic": "at least `M * K * size(a) + K * N * size(b) + M * N * size(out)`; tiled, a is read "
     "cdiv(N, BN) times and b cdiv(M, BM) times (grouping keeps the rereads in L2)",
     "occupancy limiter": "registers and shared memory: the [BM, BN] fp32 accumulator plus the "
     "a and b tiles per stage; decode-like M (1-4) wastes most of a BM-row tile",

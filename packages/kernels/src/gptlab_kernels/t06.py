@@ -22,13 +22,14 @@ from torch import Tensor
 ROUNDER = 12582912.0
 
 LEDGER = {
-    "grid": "(M,): one program per row (token), for quantize and for dequantize",
+    "grid": "`quantize_per_token: (M,)` and `dequantize_per_token: (M,)`: one program per row",
     "tile": "BLOCK = next_power_of_2(D) lanes: the whole row in registers",
     "pointer formula": "ptr + row * stride_0 + cols * stride_1 for x, q, out; scales + row * "
     "stride",
     "mask": "cols < D on every row load (0 in: never the max-abs) and store; one scale a row",
-    "traffic": "quantize M * D * (size(x) + 1) + 4 * M bytes; dequantize M * D * (1 + size(out))"
-    " + 4 * M: the scales are 4 / D of the int8 traffic",
+    "traffic": "`quantize_per_token: M * D * (size(x) + size(q)) + M * size(scales)`; "
+    "`dequantize_per_token: M * D * (size(q) + size(out)) + M * size(scales)`: the scales are "
+    "4 / D of the int8 traffic",
     "occupancy limiter": "registers: BLOCK fp32 lanes per row; head dims (64-256) fit easily",
     "oracle": "scale = x.float().abs().amax(-1) / 127 (1.0 where 0), q = torch.round(x / scale)"
     ", dequant q * scale; |dequant - x| <= scale / 2",

@@ -23,14 +23,15 @@ from torch import Tensor
 BS = 16
 
 LEDGER = {
-    "grid": "(B, Hkv): one program per row and KV head, serving its GROUP = Hq / Hkv queries",
+    "grid": "`(B, Hkv)`: one program per row and KV head, serving its GROUP = Hq / Hkv queries",
     "tile": "[G, BD] queries (G = next_power_of_2(GROUP), BD = next_power_of_2(D)) against "
     "[BS = 16, BD] chunks of K and V",
     "pointer formula": "q + b * sq0 + heads * sq1 + dims; k + b * sk0 + g * sk1 + slots * sk2 + "
     "dims (v the same, its own strides); heads = g * GROUP + arange(G); the head dim stride 1",
     "mask": "heads < (g + 1) * GROUP rows, dims < D lanes, slots < lengths[b] (scores -inf past "
     "the length, so capacity never counts)",
-    "traffic": "sum_b lengths[b] * Hkv * D * (size(k) + size(v)) + 2 * B * Hq * D * size(q): "
+    "traffic": "`total_length * Hkv * D * (size(k_cache) + size(v_cache)) + "
+    "B * Hq * D * (size(q) + size(out))`, total_length the sum of lengths: "
     "K/V read once per KV head, GROUP times less than one program per query head",
     "occupancy limiter": "registers: the [G, BS, BD] products and the [G, BD] fp32 accumulator "
     "grow with the group; one program per (b, g) leaves the GPU idle when B * Hkv is small "

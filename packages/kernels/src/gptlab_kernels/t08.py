@@ -24,16 +24,18 @@ from torch import Tensor
 SPLIT_PAGES = 4
 
 LEDGER = {
-    "grid": "pass 1 (B, Hkv, cdiv(max_blocks, SPLIT_PAGES)): a row, a KV head, a run of 4 "
-    "pages; pass 2 (B, Hkv): the merge",
+    "grid": "pass 1 `(B, Hkv, cdiv(max_blocks, 4))`: a row, a KV head, a run of SPLIT_PAGES = 4 "
+    "pages; pass 2 `(B, Hkv)`: the merge",
     "tile": "[G, BD] queries of one KV head against one [BP, BD] page of K and V (BP = "
     "next_power_of_2(page)); the workspace [B, Hkv, splits, G] for m and l, [.., BD] for acc",
     "pointer formula": "phys = block_table[b * sbt0 + blk * sbt1]; k + phys * sk0 + offs * sk1 + "
     "g * sk2 + dims (v the same); q, out + b * s0 + heads * s1 + dims",
     "mask": "offs < page and blk * page + offs < lengths[b] (scores -inf past it), dims < D, "
     "heads within the group; only pages below cdiv(lengths[b], page) are visited",
-    "traffic": "T07's K/V bytes (each row's pages once per KV head) + the table's used entries "
-    "+ 2 * B * Hkv * splits * G * (BD + 2) * 4 bytes of workspace",
+    "traffic": "`total_length * Hkv * D * (size(k_cache) + size(v_cache)) + "
+    "B * Hq * D * (size(q) + size(out)) + used_pages * size(block_table)`: each row's "
+    "tokens once per KV head, the table's used entries; plus 2 * B * Hkv * splits * G * "
+    "(BD + 2) * 4 bytes of workspace",
     "occupancy limiter": "registers as in T07 (G query rows per program); the splits give a "
     "long row's work to more programs, at the cost of the second launch",
     "oracle": "SDPA in float64 over each row's tokens gathered through its block table "

@@ -20,6 +20,7 @@ from gptlab_testkit.boundary import TensorState, tensor_state
 from gptlab_testkit.judge import advisory, worker_facts
 from gptlab_testkit.judge.watched_calls import CountedCalls as CountedCalls  # suites' name
 from gptlab_testkit.judge.watched_calls import ForbiddenCalls
+from gptlab_testkit.judge.watched_calls import LaunchedGrids as LaunchedGrids  # suites' name
 from gptlab_testkit.tensors import test_device
 
 
@@ -95,6 +96,7 @@ def inputs_untouched(**tensors: Tensor) -> Iterator[None]:
 __all__ = [
     "CONCATENATIONS",
     "CountedCalls",
+    "LaunchedGrids",
     "forbidding",
     "inputs_untouched",
     "loop_attention",

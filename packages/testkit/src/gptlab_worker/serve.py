@@ -732,8 +732,12 @@ class Server:
             stack.enter_context(torch.set_grad_enabled(message.get("grad", True) is True))
             if message.get("inference") is True:
                 stack.enter_context(torch.inference_mode())
+            for kind, dtype in _autocast_regions(message.get("autocast")):  # the judge's autocast
+                stack.enter_context(torch.autocast(kind, dtype=getattr(torch, dtype)))
             if mode is not None:
                 stack.enter_context(mode)
+            # the Triton launches the call makes, for a test that compares them with a ledger
+            launches = stack.enter_context(_launches(message.get("launches") is True))
             try:
                 result = target(*args, **kwargs)
             except Exception as error:  # a rejection: what it left in its arguments goes too
@@ -754,6 +758,8 @@ class Server:
             # a dataclass of the candidate's (a model's output): its fields now, read next
             fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
             reply["fields"] = self.encode(fields, out)
+        if message.get("launches") is True:
+            reply["launches"] = launches
         if mode is not None:
             reply["seen"] = list(mode.seen)
             reply["calls"] = mode.calls
@@ -866,6 +872,15 @@ def _nbytes(tensor: Any) -> int:
 
 def _pointer(tensor: Any) -> int:
     return 0 if tensor.device.type == "meta" else int(tensor.data_ptr())
+
+
+def _launches(wanted: bool) -> Any:
+    """Record the call's Triton launches when the judge asks (a kernel's ledger test)."""
+    if not wanted:
+        return contextlib.nullcontext([])
+    from gptlab_worker import launches  # triton is imported by the candidate, if at all
+
+    return launches.recording()
 
 
 def _tensors(value: Any, depth: int = 0) -> list[Any]:
@@ -1087,3 +1102,14 @@ def main(argv: list[str]) -> None:
         Server(wire, refuser, fd_in, fd_out).serve()
     except wire.WireError:  # the judge closed the pipe: the grading is over
         os._exit(0)
+
+
+def _autocast_regions(state: object) -> list[tuple[str, str]]:
+    """The judge's autocast regions to enter, only the device types and dtypes it may send."""
+    if not isinstance(state, dict):
+        return []
+    return [
+        (kind, dtype)
+        for kind, dtype in state.items()
+        if kind in ("cpu", "cuda") and dtype in ("float16", "bfloat16", "float32")
+    ]

@@ -86,6 +86,7 @@ from gptlab_testkit.loading.cannot_grade import hint_for
 from gptlab_testkit.running.expected import verdict_lines
 from gptlab_testkit.running.reporting import graded_modules, module_lines
 from gptlab_testkit.running.results import write_report
+from gptlab_testkit.running.rubric import evidence, evidence_payload, swapped_packages
 from gptlab_testkit.running.suites import SuiteRun, grading_args, warm_up
 
 # Re-exported: callers and tests name them from here (grading.py holds them).
@@ -228,6 +229,7 @@ def write_outputs(options: argparse.Namespace, run: SuiteRun) -> None:
             not_rerun=list(run.not_rerun),
             problem=run.problem,
             not_graded=no_verdict(run),
+            rubric=evidence_payload(evidence(run.results, swapped_packages())),
         )
     if options.gradescope:
         write_gradescope(

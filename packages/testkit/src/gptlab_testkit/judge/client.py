@@ -563,9 +563,10 @@ def _call_worker(
 ) -> tuple[Any, int, int]:
     """The call made in the worker: its value, and when asked to `count`, how many torch
     calls it made there and the most elements one returned (worker-reported)."""
-    from gptlab_testkit.judge.watched_calls import ForbiddenCalls
+    from gptlab_testkit.judge.watched_calls import ForbiddenCalls, launch_watchers
 
     guards = _modes_in_effect(ForbiddenCalls)
+    launch_watched = launch_watchers()
     forbid = sorted({_torch_name(f) for mode in guards for f in mode.forbidden})
     blobs: list[bytes] = []
     bases, shared = _shared_memory([*args, *kwargs.values()])
@@ -585,9 +586,11 @@ def _call_worker(
         "kwargs": wire.encode(dict(kwargs), blobs, worker.reference_of, refs=refs),
         "forbid": forbid,
         "count": count,
+        "launches": bool(launch_watched),
         # the call runs in the worker under the judge's grad and inference modes
         "grad": torch.is_grad_enabled(),
         "inference": torch.is_inference_mode_enabled(),
+        "autocast": _autocast_state(),  # and under its autocast (PT12)
     }
     sent = [*args, *kwargs.values()]
     # A raise still mirrors what the call left (a write before a late check is seen).
@@ -605,6 +608,10 @@ def _call_worker(
     counts = [reply.get("calls") or 0, reply.get("largest") or 0]
     if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in counts):
         raise wire.WireError("malformed call count")
+    if launch_watched:
+        launches = _launches(reply.get("launches"))
+        for watcher in launch_watched:
+            watcher.heard(launches)
     value = worker.decode(reply["value"], reply_blobs)
     if isinstance(value, dict | list) and isinstance(reply.get("serial"), int):
         worker_facts.returned_object(value, worker, reply["serial"])
@@ -613,6 +620,31 @@ def _call_worker(
     if through:  # the test's backward goes on through the call into its own tensors
         value = remote_autograd.connect(worker, value, through)
     return value, counts[0], counts[1]
+
+
+def _launches(reported: Any) -> list[dict[str, Any]]:
+    """The worker's list of Triton launches, each checked for form (worker-reported)."""
+
+    def natural(n: Any) -> bool:
+        return isinstance(n, int) and not isinstance(n, bool) and n >= 0
+
+    def well_formed(launch: Any) -> bool:
+        return (
+            isinstance(launch, dict)
+            and isinstance(launch.get("kernel"), str)
+            and isinstance(launch.get("grid"), list)
+            and len(launch["grid"]) == 3
+            and all(natural(n) for n in launch["grid"])
+            and isinstance(launch.get("ints"), dict)
+            and all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                for k, v in launch["ints"].items()
+            )
+        )
+
+    if not isinstance(reported, list) or not all(well_formed(x) for x in reported):
+        raise wire.WireError("malformed launch records")
+    return [dict(launch) for launch in reported]
 
 
 def _test_writes(worker: Worker, blobs: list[bytes]) -> list[Any]:
@@ -1127,3 +1159,12 @@ def remote_module(variable: str, spec: str) -> RemoteModule:
         worker = _new_worker(variable, spec)
     worker.load()
     return RemoteModule(worker)
+
+
+def _autocast_state() -> dict[str, str]:
+    """The judge's enabled autocast regions: device type -> dtype name ("cpu": "bfloat16")."""
+    return {
+        kind: str(torch.get_autocast_dtype(kind)).removeprefix("torch.")
+        for kind in ("cpu", "cuda")
+        if torch.is_autocast_enabled(kind)
+    }

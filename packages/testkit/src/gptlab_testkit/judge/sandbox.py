@@ -69,6 +69,7 @@ from pathlib import Path
 UNSANDBOXED_VARIABLE = "GPTLAB_JUDGE_UNSANDBOXED"
 WORKER_UID = WORKER_GID = 65534  # nobody, nogroup
 TMP_BYTES = 64 * 1024 * 1024  # the worker's /tmp (memory): small
+EMPTY_MOUNTS = ("/tmp", "/proc", "/dev")  # made empty in the worker: nothing of the host below
 LIBRARY_LINKS = ("/lib", "/lib32", "/lib64", "/libx32")  # merged-/usr links, or folders
 SITE_FOLDERS = ("site-packages", "dist-packages")
 READ_ONLY_IN_SCRATCH = ("code", "submission")  # the staged worker, the submission's copy
@@ -303,12 +304,15 @@ def _fixed(read_only: tuple[str, ...], network: bool) -> tuple[tuple[str, ...], 
 
 def _ancestors(paths: list[str], made: Iterable[str]) -> list[str]:
     """The folders above `paths` that no mount makes, top first (created mode 755:
-    bubblewrap's own are 700, which would keep `nobody` from what lies below)."""
+    bubblewrap's own are 700, which would keep `nobody` from what lies below). A bind
+    brings the host's folders below it; an empty mount (/tmp, /proc, /dev) only itself: a
+    venv under /tmp needs its folders made inside the worker's empty /tmp."""
     folders: set[str] = set()
+    bringing = [p for p in [*paths, *made] if p not in EMPTY_MOUNTS]
     for path in paths:
         for parent in Path(path).parents:
             text = str(parent)
-            if text != "/" and not any(_under(text, p) for p in [*paths, *made]):
+            if text != "/" and text not in made and not any(_under(text, p) for p in bringing):
                 folders.add(text)
     return sorted(folders, key=lambda f: Path(f).parts)
 

@@ -4,7 +4,7 @@ In-process they see the candidate's torch calls themselves. Under the judge the
 candidate's calls are made in its worker: `client` finds these modes in effect, asks the
 worker to watch the call the same way and adds what it reports (worker-reported: a test
 that reads it is advisory). The suites use them through `oracles` (`forbidding`,
-`CountedCalls`).
+`CountedCalls`, `LaunchedGrids`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from gptlab_worker import launches as triton_launches
 from gptlab_worker.wire import largest_tensor
 from torch.overrides import TorchFunctionMode
 
@@ -62,3 +63,40 @@ class CountedCalls(TorchFunctionMode):
             self.calls += 1
             self.largest = max(self.largest, largest_tensor(result))
         return result
+
+
+_LAUNCH_WATCHERS: list[LaunchedGrids] = []
+
+
+class LaunchedGrids:
+    """The Triton launches made inside the block (`with LaunchedGrids() as seen`): in
+    `seen.launches`, one {"kernel", "grid", "ints"} record a launch, in launch order (see
+    `gptlab_worker.launches`). In judge mode the worker records its own launches and
+    reports them (worker-reported: a test that reads them is advisory)."""
+
+    def __init__(self) -> None:
+        self.launches: list[triton_launches.Launch] = []
+        self._recording: Any = None
+        self._heard = False
+
+    def __enter__(self) -> LaunchedGrids:
+        self._recording = triton_launches.recording()
+        self.launches = self._recording.__enter__()  # launches made in this process
+        _LAUNCH_WATCHERS.append(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        _LAUNCH_WATCHERS.remove(self)
+        self._recording.__exit__(*exc_info)
+        if self._heard:
+            advisory.consulted("LaunchedGrids")  # a worker reported the launches
+
+    def heard(self, launches: list[triton_launches.Launch]) -> None:
+        """Launches a worker reported making during a call made inside the block."""
+        self._heard = True
+        self.launches.extend(launches)
+
+
+def launch_watchers() -> list[LaunchedGrids]:
+    """The `LaunchedGrids` blocks open now (a call made now is watched by each)."""
+    return list(_LAUNCH_WATCHERS)

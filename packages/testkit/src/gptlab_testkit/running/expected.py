@@ -262,11 +262,13 @@ def verdict_lines(judged: Sequence[TestResult], not_rerun: Sequence[str] = ()) -
     """What grade prints after a candidate's run: the scorecard it decided itself (the run's
     own printout came from the candidate's process and is not what is graded)."""
     from gptlab_testkit.running.reporting import scorecard_lines
+    from gptlab_testkit.running.rubric import evidence, evidence_lines, swapped_packages
 
     unreported = [r for r in judged if r.outcome == "failed" and r.reason == NOT_REPORTED]
     skipped = [r for r in judged if r.outcome == "failed" and r.reason.startswith("skipped in")]
     lines = ["", "gptlab verdict (decided by grade from the tests listed before the run)"]
     lines += scorecard_lines(judged, not_rerun)
+    lines += evidence_lines(evidence(judged, swapped_packages()))
     if unreported or skipped:
         lines.append(
             f"counted as failed: {len(skipped)} skipped by the run, "

@@ -20,6 +20,8 @@ class Owner:
     # Drills that practise a neighbouring skill when no drill owns the invariant (`drills`
     # empty): named as related, never as the place to repair it.
     related: tuple[str, ...] = ()
+    # A model build's owner: the rubric dimension its invariant belongs to (`rubric`).
+    rubric: str | None = None
 
 
 def _load() -> dict[str, Owner]:
@@ -32,6 +34,7 @@ def _load() -> dict[str, Owner]:
             repair=row["repair"],
             drills=tuple(row.get("drills", ())),
             related=tuple(row.get("related", ())),
+            rubric=row.get("rubric"),
         )
         for key, row in tomllib.loads(text).items()
     }
