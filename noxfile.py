@@ -51,13 +51,16 @@ PACKAGE_VARIABLES = {
     "scheduler": "SCHEDULER_MODULE",
     "moe_lm": "MOE_LM_MODULE",
     "runtime_lm": "RUNTIME_LM_MODULE",
+    "fragment_lm": "FRAGMENT_LM_MODULE",
 }
 RUNTIME_PACKAGES = tuple(PACKAGE_VARIABLES)
 # grading; the trained pair; practice; the repair-lane drills; the shared argument checks
 EXTRA_PACKAGES = ("testkit", "stdlib_pair", "practice", "drills", "arg_checks", "kernels")
-# the inference-state slice after the base models (M05's moe_lm and M04's runtime_lm are
-# model builds, not in it)
-SLICE_PACKAGES = tuple(n for n in RUNTIME_PACKAGES[2:] if n not in ("moe_lm", "runtime_lm"))
+# the inference-state slice after the base models (M05's moe_lm, M04's runtime_lm and M10's
+# fragment_lm are model builds, not in it)
+SLICE_PACKAGES = tuple(
+    n for n in RUNTIME_PACKAGES[2:] if n not in ("moe_lm", "runtime_lm", "fragment_lm")
+)
 
 
 # The newest torch these machines install (a CUDA build, run on the CPU), with the oldest
@@ -379,6 +382,7 @@ def known_bad(session: nox.Session) -> None:
         "--clause-readme", str(PACKAGES_DIR / "modern_lm" / "README.md"),
         "--clause-readme", str(PACKAGES_DIR / "moe_lm" / "README.md"),
         "--clause-readme", str(PACKAGES_DIR / "runtime_lm" / "README.md"),
+        "--clause-readme", str(PACKAGES_DIR / "fragment_lm" / "README.md"),
         *session.posargs,
     )  # fmt: skip
 

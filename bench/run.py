@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from . import chunked, context, decode, fast, grading, paged, prefix, scheduler, spec
+from . import chunked, context, decode, fast, fragment, grading, paged, prefix, scheduler, spec
 from .common import Progress, Section, Settings, TargetCheck, machine_lines
 
 SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
@@ -35,6 +35,7 @@ SECTIONS: tuple[Callable[[Settings, Progress], Section], ...] = (
     paged.run,
     fast.run,
     scheduler.run,
+    fragment.run,
 )
 TITLES = (
     "decode throughput",
@@ -45,6 +46,7 @@ TITLES = (
     "paged K/V",
     "fast path (compiled decode, trained pair)",
     "continuous batching (scheduler)",
+    "paper fragment served (M10)",
 )
 
 

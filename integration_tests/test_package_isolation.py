@@ -31,6 +31,7 @@ IMPORT_NAMES = {
     "scheduler": "scheduler",
     "moe_lm": "moe_lm",
     "runtime_lm": "runtime_lm",
+    "fragment_lm": "fragment_lm",
     "stdlib_pair": "stdlib_pair",
     "gptlab_testkit": "testkit",
     "gptlab_practice": "practice",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -42,16 +43,22 @@ DRILL_SOURCES = ROOT / "packages" / "drills" / "src" / "gptlab_drills"
 
 def pasted(drill: str) -> str:
     """A drill's reference as a learner would paste it into an attempt: its own text, the one
-    relative import made absolute (an attempt is a plain file, not part of the package). It
+    relative imports made absolute (an attempt is a plain file, not part of the package). It
     follows the drill's contract as it grows, where a copy kept here would fall behind."""
     text = (DRILL_SOURCES / f"{drill.lower()}.py").read_text(encoding="utf-8")
-    return text.replace("from ._describe import", "from gptlab_drills._describe import")
+    return re.sub(r"^from \.(\w+) import", r"from gptlab_drills.\1 import", text, flags=re.M)
 
 
 @pytest.fixture
 def drills() -> dict[str, str]:
     """{"P19": faithful attempt text, "PT17": ...}."""
     return {"P19": pasted("P19"), "PT17": pasted("PT17")}
+
+
+@pytest.fixture
+def paste() -> Callable[[str], str]:
+    """paste("P06"): any drill's reference as an attempt's text."""
+    return pasted
 
 
 @pytest.fixture

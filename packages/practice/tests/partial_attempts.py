@@ -33,6 +33,7 @@ CANDIDATES = {
     "modern_lm": "good_modern_lm_fused_gate_up.py",
     "moe_lm": "good_moe_lm_argmax_onehot.py",
     "runtime_lm": "good_runtime_lm_over_modern_lm.py",
+    "fragment_lm": "good_fragment_lm_over_moe_lm.py",
 }
 # {mechanism: {stage that builds it: the graded methods it adds}}; before that stage each
 # raises NotImplementedError.
@@ -105,6 +106,14 @@ PAGED_KV_BEFORE = [
 ]
 # {mechanism: [(stage that builds it, text of the faithful file, what a learner has before)]}
 BEFORE = {
+    # fragment_lm before stage 2: no cache comes back (the forward is the uncached one)
+    "fragment_lm": [
+        (
+            2,
+            "cache = (tuple(present), lengths + T, starts.clone()) if use_cache else None",
+            "cache = None",
+        )
+    ],
     # runtime_lm before stage 2: one stage holding every layer, and a loader that packs what
     # it is given without refusing anything
     "runtime_lm": [

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from gptlab_practice import store as store_module
-from gptlab_practice.cli import Practice, main
+from gptlab_practice.cli import main
+from gptlab_practice.commands import Practice
 from gptlab_practice.store import SCHEMA_VERSION, STORE_NAME, StoreError
 from gptlab_practice.watch import watch
 

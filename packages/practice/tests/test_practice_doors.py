@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gptlab_practice.cli import Practice, main
+from gptlab_practice.cli import main
 from gptlab_practice.store import STORE_NAME, Store
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
@@ -82,15 +82,16 @@ def test_a_suite_that_is_not_installed_names_the_install(
     assert dump(home / STORE_NAME) == before
 
 
-def test_a_missing_project_module_hint_names_the_install(home: Path, clock: FakeClock) -> None:
-    practice = Practice(home, ROOT, clock, print)
+def test_a_missing_project_module_hint_names_the_install() -> None:
+    from gptlab_practice.messages import hint
+
     reason = (
         "missing module 'cache_aware_lm': no cache_aware_lm.py beside the attempt and "
         "nothing installed by that name"
     )
-    assert 'pip install "packages/cache_aware_lm[test]"' in practice._hint(reason, str)
+    assert 'pip install "packages/cache_aware_lm[test]"' in hint(ROOT, reason, str)
     elsewhere = "missing module 'numpyy': no numpyy.py beside the attempt"
-    assert practice._hint(elsewhere, lambda r: "put it beside") == "put it beside"
+    assert hint(ROOT, elsewhere, lambda r: "put it beside") == "put it beside"
 
 
 @pytest.mark.parametrize(

@@ -197,7 +197,7 @@ def test_a_debug_case_starts_from_its_artifact_and_its_bug_is_not_the_learners_d
 def test_watching_a_repair_drill_moves_to_the_stage_it_resumes_once_it_passes(
     home: Path, clock: FakeClock, drills: dict[str, str]
 ) -> None:
-    from gptlab_practice.cli import Practice
+    from gptlab_practice.commands import Practice
     from gptlab_practice.watch import Screen
 
     practice = Practice(home, ROOT, clock, lambda line: None)

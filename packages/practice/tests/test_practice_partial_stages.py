@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_practice.cli import stage_verdicts
 from gptlab_practice.grader import attempt_filename, run_stage
 from gptlab_practice.stages import mechanisms, resolves
+from gptlab_practice.verdicts import stage_verdicts
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice"), pytest.mark.slow]
 

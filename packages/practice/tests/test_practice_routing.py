@@ -82,6 +82,12 @@ CLAIM = {
     "runtime_rows": ("PT17.4", ("key_positions[b, j] <= query_positions[b, i]",)),
     "runtime_loading": ("P16.3", ("rows `0..h-1` the gate",)),
     "runtime_logits": ("P06.4", ("out[b] = hidden[b, lengths[b] - 1]",)),
+    "fragment_interface": ("PT06.5", ("`layers.<i>.` in the state dict",)),
+    "fragment_decoder": ("P04.4", ("repeat_interleave", "never the tiled order")),
+    "fragment_cache": ("P19.4", ("last row of full causal attention",)),
+    "fragment_router": ("P25.4", ("renormalised over those k",)),
+    "fragment_boundary": ("P05.9", ("`query_length`", "not an int (a bool")),
+    "fragment_inference": ("P17.3", ("follows the module mode only",)),
 }
 # Owners whose invariant no drill's contract states: they name `related` drills only.
 UNOWNED = {
@@ -90,6 +96,7 @@ UNOWNED = {
     "speculative_rollback", "speculative_accounting", "speculative_sampling", "block_allocator",
     "block_hash_chain", "paged_prefix_cache", "copy_on_write", "batch_budget", "preemption",
     "block_accounting", "step_atomicity", "modern_decoder", "moe_model", "runtime_pipeline",
+    "fragment_serving",
 }  # fmt: skip
 CLAUSE_LINE = re.compile(r"^- \*\*((?:PT|P)\d+)\.(\d+)\*\* \(([^)]*)\) (.*)$", re.MULTILINE)
 
@@ -196,15 +203,13 @@ def test_repair_says_no_drill_owns_an_unowned_invariant_and_names_the_related(
 def test_a_failed_check_names_the_owning_drill_or_says_none_owns_it(
     home: Path, clock: FakeClock, owner: str, expected: str
 ) -> None:
-    from gptlab_practice.cli import Practice, StageVerdict, _mechanism
+    from gptlab_practice import messages
+    from gptlab_practice.items import item_named
+    from gptlab_practice.verdicts import StageVerdict
 
-    said: list[str] = []
-    practice = Practice(home, ROOT, clock, said.append)
-    try:
-        failed = TestResult("packages/kv_cache/tests/t.py::test_x", "kv_cache", owner,
-                            "contract", (), outcome="failed", reason="why")  # fmt: skip
-        practice._report(_mechanism("kv_cache"), StageVerdict(2, False, 3, [failed], "why"), 60.0)
-    finally:
-        practice.close()
+    failed = TestResult("packages/kv_cache/tests/t.py::test_x", "kv_cache", owner,
+                        "contract", (), outcome="failed", reason="why")  # fmt: skip
+    verdict = StageVerdict(2, False, 3, [failed], "why")
+    said = messages.report(item_named("kv_cache"), verdict, 60.0, ROOT, home)
     assert any(line.startswith(expected) for line in said), said
     assert any("`repair`" in line for line in said) == (owner == "fixed_capacity_storage")

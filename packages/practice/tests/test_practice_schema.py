@@ -57,7 +57,7 @@ def test_a_schema_1_store_migrates_and_keeps_every_row(tmp_path: Path) -> None:
         assert [c.ledger_filled for c in store.checks(attempts[0].id)] == [None] * 9
         assert store.stages(attempts[0].id)[0].seconds == 40 * 60  # paused_s defaults to 0
         assert store.reviews() == []
-    assert version(path) == SCHEMA_VERSION == 2
+    assert version(path) == SCHEMA_VERSION == 3
     assert dump(path) == before
     with Store(path) as store:  # opened again: nothing to do
         assert len(store.attempts()) == 3

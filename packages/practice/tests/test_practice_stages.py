@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gptlab_practice.cli import stage_verdicts
 from gptlab_practice.grader import StageRun, attempt_filename
 from gptlab_practice.stages import Mechanism, TestIdentity, mechanisms, parse_stages, units
+from gptlab_practice.verdicts import stage_verdicts
 from gptlab_testkit import TestResult
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("tinygpt", "cache_aware_lm", "kv_cache", "prefix_cache", "chunked_prefill")
 PACKAGES += ("speculative", "paged_kv", "scheduler", "modern_lm")
-PACKAGES += ("moe_lm", "runtime_lm")
+PACKAGES += ("moe_lm", "runtime_lm", "fragment_lm")
 
 
 def _collect(*extra: str) -> list[str]:

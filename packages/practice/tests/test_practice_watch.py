@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from gptlab_practice.cli import Practice
+from gptlab_practice.commands import Practice
 from gptlab_practice.watch import Screen, watch
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]

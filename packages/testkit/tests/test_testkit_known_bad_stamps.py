@@ -27,12 +27,25 @@ FILES = {
     "packages/testkit/src/gptlab_testkit/judge/client.py": "TIMEOUT = 1\n",
     "packages/testkit/src/gptlab_testkit/oracles.py": "ATOL = 1\n",
     "packages/testkit/src/gptlab_worker/wire.py": "LIMIT = 1\n",
+    "packages/testkit/src/gptlab_testkit/judge/policy.py": (
+        'JUDGED_DRILLS = (\n    "P20", "P21",\n)\nLOOPBACK = {"DRILL_P21_MODULE"}\nMEMORY = 1\n'
+    ),
+    "packages/testkit/src/gptlab_testkit/judge/advisory.py": (
+        'ADVISORY_CLAUSES = {\n    "P20.3": "new memory",\n    "P21.2": "new memory",\n}\n'
+    ),
+    "packages/testkit/src/gptlab_testkit/running/routing.toml": (
+        '[p20]\npackage = "drills"\ndrills = ["P20"]\n\n[p21]\npackage = "drills"\n'
+        'drills = ["P21"]\n\n[cache]\npackage = "tinygpt"\ndrills = ["P20", "P21"]\n'
+    ),
     "packages/testkit/src/gptlab_testkit/commands/classroom.py": "ROWS = 1\n",
     "packages/testkit/src/gptlab_testkit/audit/mutation.py": "JOBS = 1\n",
     "packages/drills/pyproject.toml": '[project]\nname = "gptlab-drills"\ndependencies = []\n',
     "packages/drills/src/gptlab_drills/_describe.py": "def described(f):\n    return f\n",
     "packages/drills/src/gptlab_drills/p20.py": "def kv_append(x):\n    return x\n",
     "packages/drills/src/gptlab_drills/p21.py": "def other(x):\n    return x\n",
+    "packages/drills/src/gptlab_drills/catalogue.toml": (
+        '# the drills\n[P20]\ntitle = "append"\n\n[P21]\ntitle = "other"\n'
+    ),
     "packages/drills/tests/conftest.py": "",
     "packages/drills/tests/p20/test_p20_tiny.py": (
         "from gptlab_testkit import candidate\n\n\n"
@@ -292,3 +305,58 @@ def test_the_digest_names_files_relative_to_the_root(repo: Path) -> None:
 
     assert "packages/drills/src/gptlab_drills/p20.py" in names
     assert not any(name.startswith("/") or str(repo) in name for name in names)
+
+
+POLICY = "packages/testkit/src/gptlab_testkit/judge/policy.py"
+ADVISORY = "packages/testkit/src/gptlab_testkit/judge/advisory.py"
+ROUTING = "packages/testkit/src/gptlab_testkit/running/routing.toml"
+CATALOGUE = "packages/drills/src/gptlab_drills/catalogue.toml"
+
+
+@pytest.mark.parametrize(
+    ("table", "old", "new"),
+    [
+        (POLICY, '"P20", "P21",', '"P20", "P21", "P22",'),  # another drill judged
+        (POLICY, '{"DRILL_P21_MODULE"}', '{"DRILL_P21_MODULE", "DRILL_P22_MODULE"}'),
+        (
+            ADVISORY,
+            '    "P21.2": "new memory",\n',
+            '    "P21.2": "new memory",\n    "P22.1": "x",\n',
+        ),
+        (ROUTING, 'drills = ["P21"]\n', 'drills = ["P21", "PT99"]\n\n[p22]\npackage = "drills"\n'),
+        (ROUTING, 'drills = ["P20", "P21"]', 'drills = ["P20", "P21", "P22"]'),
+        (CATALOGUE, 'title = "other"\n', 'title = "other"\n\n[PT41]\ntitle = "a new case"\n'),
+    ],
+)
+def test_another_drills_row_in_a_registration_table_keeps_the_stamp_fresh(
+    repo: Path, table: str, old: str, new: str
+) -> None:
+    stamp_now(repo)
+    path = repo / table
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+
+    assert targets(repo)["p20"].fresh(repo)
+
+
+@pytest.mark.parametrize(
+    ("table", "old", "new"),
+    [
+        (POLICY, '"P20", "P21",', '"P21",'),  # no longer judged
+        (ADVISORY, '"P20.3": "new memory"', '"P20.3": "the worker counts its calls"'),
+        (ROUTING, 'drills = ["P20"]', 'drills = ["P20", "PT99"]'),
+        (ROUTING, 'drills = ["P20", "P21"]', 'drills = ["P21"]'),  # an owner stops naming it
+        (POLICY, "MEMORY = 1", "MEMORY = 2"),  # the tables' other rows stay in every digest
+        (CATALOGUE, 'title = "append"', 'title = "append in place"'),
+        (CATALOGUE, "# the drills", "# the drills, kept once"),
+    ],
+)
+def test_its_own_row_in_a_registration_table_makes_the_stamp_stale(
+    repo: Path, table: str, old: str, new: str
+) -> None:
+    stamp_now(repo)
+    path = repo / table
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+
+    assert not targets(repo)["p20"].fresh(repo)

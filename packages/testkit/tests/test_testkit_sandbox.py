@@ -333,6 +333,7 @@ def test_a_venv_under_tmp_gets_its_folders_made_inside_the_workers_empty_tmp() -
     made = ["/tmp", "/proc", "/dev", "/usr"]  # /usr a bind: the host's folders below it
     venv = "/tmp/venv/lib/python3.11/site-packages/torch"
 
-    assert _ancestors([venv, "/usr/lib/x"], made) == ["/tmp/venv", "/tmp/venv/lib", "/tmp/venv/lib/python3.11",
-                                "/tmp/venv/lib/python3.11/site-packages"]  # fmt: skip
+    made_here = ["/tmp/venv", "/tmp/venv/lib", "/tmp/venv/lib/python3.11"]
+    made_here.append("/tmp/venv/lib/python3.11/site-packages")
+    assert _ancestors([venv, "/usr/lib/x"], made) == made_here
     assert _ancestors(["/tmp/gptlab-worker-1"], made) == []  # /tmp itself is made

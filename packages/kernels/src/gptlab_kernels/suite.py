@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -34,20 +35,16 @@ def ledger_gaps(ledger: object) -> list[str]:
 
 
 def assert_ledger_grid(
-    kernel: object, function: str, call: Callable[[], object], names: Mapping[str, int]
+    kernel: object, function: str, launches: Sequence[Mapping[str, Any]], names: Mapping[str, int]
 ) -> None:
-    """Make the graded `call` and compare each Triton launch it made with the grids the
-    kernel's LEDGER states for `function` (`ledger`). Launches are seen under the
-    interpreter only: compiled (a GPU) the check is skipped."""
-    import pytest  # tests only, as the face below
-
-    from gptlab_testkit.oracles import LaunchedGrids
-
+    """The Triton launches a graded call made (`gptlab_testkit.oracles.LaunchedGrids`)
+    against the grids the kernel's LEDGER states for `function` (`ledger`). Launches are
+    seen under the interpreter only: compiled (a GPU) the check is skipped."""
     if device().type != "cpu":
+        import pytest  # tests only
+
         pytest.skip("launch grids are recorded under Triton's interpreter only")
-    with LaunchedGrids() as seen:
-        call()
-    problem = grid_mismatch(getattr(kernel, "LEDGER", None), function, seen.launches, names)
+    problem = grid_mismatch(getattr(kernel, "LEDGER", None), function, launches, names)
     assert problem is None, problem
 
 

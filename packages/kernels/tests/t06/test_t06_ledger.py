@@ -9,6 +9,7 @@ import torch
 from gptlab_kernels.ledger import bytes_of
 from gptlab_kernels.suite import assert_ledger_grid, assert_ledger_traffic, device, seeded
 from gptlab_testkit import candidate
+from gptlab_testkit.oracles import LaunchedGrids
 
 kernel = candidate("DRILL_T06_MODULE")
 
@@ -27,10 +28,12 @@ def buffers(M, D, dtype=torch.float32):
 def test_the_stated_grids_are_the_launch_grids_of_both_functions(M, D):
     x, q, scales, out = buffers(M, D)
     names = {"M": M, "D": D}
-    quantize = lambda: kernel.quantize_per_token(x, q, scales)  # noqa: E731
-    assert_ledger_grid(kernel, "quantize_per_token", quantize, names)
-    dequantize = lambda: kernel.dequantize_per_token(q, scales, out)  # noqa: E731
-    assert_ledger_grid(kernel, "dequantize_per_token", dequantize, names)
+    with LaunchedGrids() as seen:
+        kernel.quantize_per_token(x, q, scales)
+    assert_ledger_grid(kernel, "quantize_per_token", seen.launches, names)
+    with LaunchedGrids() as seen:
+        kernel.dequantize_per_token(q, scales, out)
+    assert_ledger_grid(kernel, "dequantize_per_token", seen.launches, names)
 
 
 @pytest.mark.clause("T06.10")

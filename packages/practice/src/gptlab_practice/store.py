@@ -23,7 +23,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STORE_NAME = "practice.sqlite3"
 LOCK_WAIT_S = 2.0  # how long a command waits for another one's write before saying "locked"
 
@@ -99,6 +99,43 @@ CREATE TABLE reviews (
     status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'superseded')),
     done_attempt_id INTEGER REFERENCES attempts(id),
     done_day TEXT
+);
+"""
+
+# Schema 3 (the route): the learner's own 0-3 scores where a machine cannot see (the
+# diagnostic's explain-aloud items), and the route the diagnostic picked (fixed once set).
+_V3 = """
+CREATE TABLE self_scores (
+    id INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    item TEXT NOT NULL,                -- a self-scored item's key (kv_capacity)
+    score INTEGER NOT NULL CHECK (score BETWEEN 0 AND 4)
+);
+CREATE TABLE routes (
+    id INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    day TEXT NOT NULL,                 -- the route's day 1
+    route TEXT NOT NULL,               -- 14-day, intermediate, 7-day
+    scores TEXT NOT NULL,              -- dimension=score, comma-separated, in the kit's order
+    protected TEXT NOT NULL,           -- the protected days, comma-separated (d1,d3,d4)
+    m03_branch TEXT NOT NULL           -- advanced or simple, frozen from P19 at its deadline
+);
+CREATE TABLE mocks (
+    id INTEGER PRIMARY KEY,
+    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    prompt TEXT NOT NULL,              -- the drawn item (PT01, P19)
+    kind TEXT NOT NULL,                -- PT or P
+    owner TEXT NOT NULL,               -- its canonical owner
+    why TEXT NOT NULL,                 -- the sampler's reasons for the draw
+    minutes INTEGER NOT NULL,          -- the declared time, within 60
+    deadline TEXT NOT NULL,
+    frozen_file TEXT,                  -- the copy taken at the deadline (graded, never edited)
+    frozen_at TEXT,
+    tests_passed INTEGER,
+    tests_run INTEGER,
+    first_wrong TEXT,                  -- the frozen grade's first failing owner
+    evidence TEXT,                     -- the machine's evidence per rubric dimension
+    scores TEXT                        -- the learner's 0-4 per dimension, dimension=score,...
 );
 """
 
@@ -198,6 +235,71 @@ class PlannedReview:
     due_day: str
 
 
+@dataclass(frozen=True)
+class RouteRecord:
+    """The route a diagnostic picked: its day 1, scores, protected days and M03 branch."""
+
+    at: datetime
+    day: str
+    route: str
+    scores: tuple[tuple[str, int], ...]
+    protected: tuple[str, ...]
+    m03_branch: str
+
+
+@dataclass(frozen=True)
+class MockRecord:
+    """A timed mock: the draw, its deadline, the frozen copy and what its grade saw."""
+
+    attempt_id: int
+    prompt: str
+    kind: str
+    owner: str
+    why: str
+    minutes: int
+    deadline: datetime
+    id: int = 0
+    frozen_file: str | None = None
+    frozen_at: datetime | None = None
+    tests_passed: int | None = None
+    tests_run: int | None = None
+    first_wrong: str | None = None
+    evidence: str | None = None
+    scores: str | None = None
+
+
+def _mock(r: sqlite3.Row) -> MockRecord:
+    return MockRecord(
+        attempt_id=int(r["attempt_id"]),
+        prompt=str(r["prompt"]),
+        kind=str(r["kind"]),
+        owner=str(r["owner"]),
+        why=str(r["why"]),
+        minutes=int(r["minutes"]),
+        deadline=_instant(r["deadline"]),
+        id=int(r["id"]),
+        frozen_file=r["frozen_file"],
+        frozen_at=_time(r["frozen_at"]),
+        tests_passed=r["tests_passed"],
+        tests_run=r["tests_run"],
+        first_wrong=r["first_wrong"],
+        evidence=r["evidence"],
+        scores=r["scores"],
+    )
+
+
+def _route(r: sqlite3.Row) -> RouteRecord:
+    pairs = [part.split("=") for part in str(r["scores"]).split(",") if part]
+    return RouteRecord(
+        at=_instant(r["at"]),
+        day=str(r["day"]),
+        route=str(r["route"]),
+        scores=tuple((key, int(value)) for key, value in pairs),
+        protected=tuple(p for p in str(r["protected"]).split(",") if p),
+        m03_branch=str(r["m03_branch"]),
+    )
+
+
 def _instant(value: object) -> datetime:
     """A stored timestamp: ISO 8601 with its offset (a naive one cannot meet the clock's)."""
     if not isinstance(value, str):
@@ -287,7 +389,7 @@ class Store:
         else:  # nothing to read yet: an empty record in memory until the first write
             self._db = sqlite3.connect(":memory:", isolation_level=None)
             self._db.row_factory = sqlite3.Row
-            self._script(_SCHEMA + ";" + _V2)
+            self._script(_SCHEMA + ";" + _V2 + ";" + _V3)
 
     def _open_file(self) -> sqlite3.Connection:
         """Connect to the file (made here if absent) and bring its schema up to date; on
@@ -371,6 +473,8 @@ class Store:
                 self._script(_SCHEMA)
             if version < 2:
                 self._script(_V2)
+            if version < 3:
+                self._script(_V3)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _script(self, script: str) -> None:
@@ -708,6 +812,74 @@ class Store:
                 "UPDATE checks SET outcome = 'error', reason = ?, wall_s = ? WHERE id = ?",
                 (reason, wall_s, check_id),
             )
+
+    def add_self_score(self, item: str, score: int, now: datetime) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO self_scores (at, item, score) VALUES (?, ?, ?)",
+                (now.isoformat(), item, score),
+            )
+
+    def self_scores(self) -> dict[str, int]:
+        """Each self-scored item's latest score."""
+        rows = self._read("SELECT item, score FROM self_scores ORDER BY id")
+        return dict(self._rows("self_scores", rows, lambda r: (str(r["item"]), int(r["score"]))))
+
+    def set_route(self, route: RouteRecord) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO routes (at, day, route, scores, protected, m03_branch)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    route.at.isoformat(),
+                    route.day,
+                    route.route,
+                    ",".join(f"{k}={v}" for k, v in route.scores),
+                    ",".join(route.protected),
+                    route.m03_branch,
+                ),
+            )
+
+    def route(self) -> RouteRecord | None:
+        """The route the diagnostic picked (the first one: it never changes)."""
+        rows = self._read("SELECT * FROM routes ORDER BY id LIMIT 1")
+        found = self._rows("routes", rows, _route)
+        return found[0] if found else None
+
+    def start_mock(self, mock: MockRecord) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO mocks (attempt_id, prompt, kind, owner, why, minutes, deadline)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (mock.attempt_id, mock.prompt, mock.kind, mock.owner, mock.why, mock.minutes,
+                 mock.deadline.isoformat()),
+            )  # fmt: skip
+        return int(cursor.lastrowid or 0)
+
+    def freeze_mock(self, mock_id: int, frozen: Path, now: datetime) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE mocks SET frozen_file = ?, frozen_at = ? WHERE id = ?",
+                (str(frozen), now.isoformat(), mock_id),
+            )
+
+    def grade_mock(
+        self, mock_id: int, passed: int, run: int, first_wrong: str | None, evidence: str
+    ) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE mocks SET tests_passed = ?, tests_run = ?, first_wrong = ?, evidence = ?"
+                " WHERE id = ?",
+                (passed, run, first_wrong, evidence, mock_id),
+            )
+
+    def score_mock(self, mock_id: int, scores: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE mocks SET scores = ? WHERE id = ?", (scores, mock_id))
+
+    def mocks(self) -> list[MockRecord]:
+        rows = self._read("SELECT * FROM mocks ORDER BY id")
+        return self._rows("mocks", rows, _mock)
 
     def open_reference(self, attempt_id: int, now: datetime) -> None:
         with self.transaction() as db:

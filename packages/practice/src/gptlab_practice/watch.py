@@ -24,12 +24,13 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.text import Text
 
+from .errors import RefusedError
 from .history import duration
 from .stages import units
 from .store import Attempt, StageRecord
 
 if TYPE_CHECKING:
-    from .cli import Practice
+    from .commands import Practice
 
 DEBOUNCE_MS = 100  # an editor's save is one event; a burst of writes is one check
 TICK_MS = 250
@@ -73,8 +74,6 @@ class Screen:
         return self.record.spent(self.practice.clock()) > self.record.minutes * 60
 
     def run_check(self, saved_at: float) -> None:
-        from .cli import RefusedError
-
         assert self.attempt is not None
         lines: list[str] = []
         say = self.practice.say

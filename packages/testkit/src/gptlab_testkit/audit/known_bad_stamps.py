@@ -21,7 +21,10 @@ target gets a stamp, `<known-bad folder>/stamps/<target>.stamp`: a digest of
   options that decide a verdict. The grade and class commands and the other audits
   (cheats, mutation) are left out: no verdict of this ladder runs through them, and
   import-linter's contract "known_bad's verdicts run through neither the commands nor
-  the other audits" (pyproject.toml, `nox -s lint`) keeps it so.
+  the other audits" (pyproject.toml, `nox -s lint`) keeps it so. The registration
+  tables (the drills judged, the advisory clauses, the routing owners) enter with every
+  drill's rows masked, and a drill's own rows as facts: adding a case leaves the other
+  targets' stamps as they were.
 
 A file enters the digest as its path relative to the repository root and its bytes (no
 mtimes, no absolute paths), so a fresh clone reads the stamps its commit carries.
@@ -65,6 +68,22 @@ NOT_A_VERDICT_INPUT = (
     "gptlab_testkit/cheats.py",
     "gptlab_testkit/mutation.py",
 )
+# The registration tables: the drills judged, the advisory clauses, the routing owners, the
+# drills' catalogue. One drill's row decides nothing about another's verdict, so every
+# drill's rows are masked out of the digest (`masked`) and a target's own rows enter it as
+# facts (`own_rows`): a case added beside it leaves its stamp as it was.
+REGISTRATION_TABLES = (
+    "packages/testkit/src/gptlab_testkit/judge/policy.py",
+    "packages/testkit/src/gptlab_testkit/judge/advisory.py",
+    "packages/testkit/src/gptlab_testkit/running/routing.toml",
+    "packages/drills/src/gptlab_drills/catalogue.toml",
+)
+DRILL_ROWS = (
+    re.compile(r'^\s*"(?:PT|P|T)\d\d\.\d+": .*\n', re.M),  # an advisory clause, one line
+    re.compile(r"^\[(?:pt|p|t)\d\d\]\n(?:(?!\[).*\n)*", re.M | re.I),  # its owner, its row
+    re.compile(r'"(?:DRILL_)?(?:PT|P|T)\d\d(?:_MODULE)?",?\s*'),  # a drill in a judged list
+)
+BLOCK_START = re.compile(r"^(?:\[(\w+)\]|([A-Z_]+)\b[^=\n]*=)", re.M)
 # A sibling requirement in a package's pyproject.toml: "gptlab-x @ {root:parent:uri}/x".
 SIBLING = re.compile(r"\{root:parent:uri\}/(?P<folder>[\w.-]+)")
 
@@ -85,7 +104,8 @@ class Target:
             digest.update(fact.encode() + b"\0")
         for name, path in sorted((relative_name(path, root), path) for path in self.inputs):
             digest.update(name.encode() + b"\0")
-            digest.update((path.read_bytes() if path.is_file() else b"(missing)") + b"\0")
+            data = path.read_bytes() if path.is_file() else b"(missing)"
+            digest.update((masked(data) if name in REGISTRATION_TABLES else data) + b"\0")
         return digest.hexdigest()
 
     def recorded(self) -> str:
@@ -105,6 +125,32 @@ class Member:
     fixture: Path  # its file (a clause mutant's .toml; an attempt folder)
     variables: tuple[str, ...]  # what it is swapped in as: its graded test files follow
     in_known_bad_folder: bool  # a bad_*.py file: its folder keeps the target's stamp
+
+
+def masked(table: bytes) -> bytes:
+    """A registration table without any drill's rows (each target adds its own as facts)."""
+    text = table.decode("utf-8")
+    for rows in DRILL_ROWS:
+        text = rows.sub("", text)
+    return text.encode("utf-8")
+
+
+def own_rows(root: Path, name: str) -> tuple[str, ...]:
+    """A drill target's rows of the registration tables, which `masked` leaves out: its
+    routing owner, its advisory clauses, the judged lists naming it."""
+    key = name.upper()
+    rows = []
+    for table in REGISTRATION_TABLES:
+        path = root / table
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        own_block = rf"^\[(?:{name}|{key})\]\n(?:(?!\[).*\n)*"  # its owner, its catalogue row
+        rows += [m.group(0) for m in re.finditer(own_block, text, re.M)]
+        rows += re.findall(rf'^\s*"{key}\.\d+": .*$', text, re.M)
+        for listed in re.finditer(rf'"(?:DRILL_)?{key}(?:_MODULE)?"', text):
+            starts = BLOCK_START.findall(text, 0, listed.start())  # the table or owner naming it
+            block = next((b for b in reversed(starts) if any(b)), ("?", ""))
+            rows.append(f"{table}: {block[0] or block[1]} lists {listed.group(0)}")
+    return tuple(rows)
 
 
 def write_stamp(target: Target, digest: str) -> None:
@@ -358,7 +404,8 @@ def ladder_targets(
             if clause_target(c) == name
         )
         stamp = _home(mine, folders) / STAMPS_FOLDER / f"{name}.stamp"
-        targets[name] = Target(name, _kind(name), stamp, frozenset(inputs), (*facts, *lines))
+        own = own_rows(root, name)
+        targets[name] = Target(name, _kind(name), stamp, frozenset(inputs), (*facts, *lines, *own))
     return targets
 
 

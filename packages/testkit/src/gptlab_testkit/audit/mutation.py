@@ -93,6 +93,7 @@ PACKAGES = (
     "speculative",
     "moe_lm",
     "runtime_lm",
+    "fragment_lm",
 )
 CLASSES = ("equivalent", "outside the contract", "not observable on this device")
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}

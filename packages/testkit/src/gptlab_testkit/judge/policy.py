@@ -32,7 +32,10 @@ TRUSTED_VARIABLE = "GPTLAB_JUDGE_TRUSTED"
 JUDGED_DRILLS = (
     "P01", "P02", "P03", "P04", "P05", "P06", "P07", "P08", "P09", "P10", "P11", "P12", "P13",
     "P14", "P15", "P16", "P17", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
-    "P27", "P28", "PT01", "PT02", "PT03", "PT04", "PT05", "PT06", "PT08", "PT17", "PT28",
+    "P27", "P28", "PT01", "PT02", "PT03", "PT04", "PT05", "PT06", "PT07", "PT08", "PT09", "PT10",
+    "PT11", "PT12", "PT13", "PT14", "PT15", "PT16", "PT17", "PT18", "PT19", "PT20", "PT21", "PT22",
+    "PT23", "PT24", "PT25", "PT26", "PT27", "PT28", "PT29", "PT30", "PT32", "PT33", "PT34", "PT36",
+    "PT37", "PT38", "PT39", "PT40",
     "T01", "T02", "T03", "T04", "T05", "T06", "T07", "T08",
 )  # fmt: skip
 # Every mechanism, the models among them: their objects are handles (a class of the
@@ -45,6 +48,7 @@ JUDGED_MECHANISMS = (
     "SPECULATIVE_DECODING_MODULE", "PAGED_KV_MODULE", "SCHEDULER_MODULE",
     "MOE_LM_MODULE",  # M05: a block and an LM, handles like the models above
     "RUNTIME_LM_MODULE",  # M04: a model handle; its weight iterator is lent
+    "FRAGMENT_LM_MODULE",  # M10: a model handle; the test's engine drives it
 )  # fmt: skip
 JUDGED: frozenset[str] = frozenset(
     {*(f"DRILL_{key}_MODULE" for key in JUDGED_DRILLS), *JUDGED_MECHANISMS}
@@ -54,12 +58,14 @@ REFUSED = (
     "hypothesis", "_hypothesis_pytestplugin", "xdist", "pytest_timeout", "tinygpt", "modern_lm",
     "cache_aware_lm", "kv_cache", "prefix_cache", "chunked_prefill", "speculative", "paged_kv",
     "scheduler", "stdlib_pair", "tiny_gpt", "speculative_decoding", "conftest",
-    "moe_lm", "gptlab_kernels", "runtime_lm",
+    "moe_lm", "gptlab_kernels", "runtime_lm", "fragment_lm",
 )  # fmt: skip
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 # The variables whose workers keep the host's network: P28's ranks join a Gloo group whose
 # rendezvous is a TCP store on loopback (every other worker has no network at all).
-LOOPBACK_VARIABLES = frozenset({"DRILL_P28_MODULE"})
+LOOPBACK_VARIABLES = frozenset(
+    {"DRILL_P28_MODULE", "DRILL_PT38_MODULE", "DRILL_PT39_MODULE", "DRILL_PT40_MODULE"}
+)
 
 
 def judged(variable: str) -> bool:

@@ -114,5 +114,6 @@ def torch_beside(candidate_module: Any, name: str) -> Any:
     if name.partition(".")[0] != "torch":
         raise ValueError(f"name must be a module of torch's, got {name!r}")
     if isinstance(candidate_module, client.RemoteModule):
+        advisory.consulted("the worker's torch")  # what it answers is the worker's word
         return client.WorkerTorch(candidate_module._worker, name)
     return importlib.import_module(name)

@@ -103,6 +103,13 @@ VARIABLES: dict[str, Variable] = {
             ("RuntimeLMConfig", "RuntimeCausalLM", "IntermediateTensors", "set_attention_context"),
             ("runtime_lm", "m04"),
         ),
+        Variable(
+            "FRAGMENT_LM_MODULE",
+            "fragment_lm",
+            "fragment_lm",
+            ("FragmentConfig", "PaperFragmentLM"),
+            ("fragment_lm", "m10"),
+        ),
     )
 }
 
