@@ -343,6 +343,15 @@ def _signature_only(nodeid: str, clauses: list[str]) -> bool:
     return bool(clauses) and len(kinds) == len(clauses) and set(kinds.values()) == {"signature"}
 
 
+def _advisory_only(clauses: list[str]) -> bool:
+    """A test of advisory clauses alone (the worker's word: judged, it earns nothing). Run
+    in-process, as here, it may read what the reference left in the process (PT33's and
+    PT34's custom ops are registered process-wide by name), which a judged run never sees."""
+    from gptlab_testkit.judge.advisory import ADVISORY_CLAUSES
+
+    return bool(clauses) and all(clause in ADVISORY_CLAUSES for clause in clauses)
+
+
 @pytest.mark.parametrize("package", sorted(v.package for v in VARIABLES.values()))
 def test_a_candidate_that_raises_for_every_call_earns_nothing(
     refusers: dict[str, dict[str, dict[str, object]]], package: str
@@ -354,7 +363,9 @@ def test_a_candidate_that_raises_for_every_call_earns_nothing(
     earned = raiser["earned"]
     assert isinstance(earned, list)
     beyond_signature = [
-        nodeid for nodeid, clauses in earned if not _signature_only(nodeid, clauses)
+        nodeid
+        for nodeid, clauses in earned
+        if not _signature_only(nodeid, clauses) and not _advisory_only(clauses)
     ]
     assert not beyond_signature, f"{package}: a raiser earns {beyond_signature}"
     zeros = refusers["zeros"].get(package)
