@@ -525,12 +525,14 @@ def mutation(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check over the whole tree; import-linter's contracts
-    (pyproject.toml: no import circle in the testkit or the drills)."""
+    (pyproject.toml: no import circle in the testkit, the drills or practice)."""
     _install(session, "ruff>=0.6", "import-linter>=2.1")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     # grimp reads the sources where the path finds them: no install of the packages needed
-    sources = os.pathsep.join(str(PACKAGES_DIR / name / "src") for name in ("testkit", "drills"))
+    sources = os.pathsep.join(
+        str(PACKAGES_DIR / name / "src") for name in ("testkit", "drills", "practice")
+    )
     session.run("lint-imports", env={"PYTHONPATH": sources})
 
 
