@@ -383,6 +383,7 @@ def known_bad(session: nox.Session) -> None:
         "--clause-readme", str(PACKAGES_DIR / "moe_lm" / "README.md"),
         "--clause-readme", str(PACKAGES_DIR / "runtime_lm" / "README.md"),
         "--clause-readme", str(PACKAGES_DIR / "fragment_lm" / "README.md"),
+        "--clause-readme", str(PACKAGES_DIR / "cache_aware_lm" / "README.md"),
         *session.posargs,
     )  # fmt: skip
 

@@ -9,6 +9,8 @@ from gptlab_testkit import test_device
 from gptlab_testkit.models import cache_aware_modules
 
 MODULES = cache_aware_modules()
+# The candidates these contract tests grade: M03 and its advanced branch (over M02).
+GRADED_FOR = ("CACHE_AWARE_LM_MODULE", "CACHE_AWARE_MODERN_MODULE")
 pytestmark = [
     pytest.mark.contract,
     pytest.mark.parametrize("lm", list(MODULES.values()), ids=list(MODULES)),

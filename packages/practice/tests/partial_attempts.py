@@ -24,6 +24,7 @@ FAITHFUL = ROOT / "integration_tests" / "faithful"
 CANDIDATES = {
     "tinygpt": "good_tinygpt_manual_softmax.py",
     "cache_aware_lm": "good_cache_aware_lm_manual_softmax.py",
+    "cache_aware_modern": "good_cache_aware_modern_over_modern_lm.py",
     "kv_cache": "good_kv_cache_index_copy.py",
     "prefix_cache": "good_prefix_cache_dict_recency.py",
     "chunked_prefill": "good_chunked_prefill_balanced.py",
@@ -39,6 +40,7 @@ CANDIDATES = {
 # raises NotImplementedError.
 LATER = {
     "cache_aware_lm": {6: ["Faithful.generate"]},
+    "cache_aware_modern": {6: ["CachedModernLM.generate"]},
     "kv_cache": {
         2: [
             "KVCache.__init__",
@@ -156,7 +158,15 @@ BEFORE = {
             "torch.ones(T, P + T, dtype=torch.bool, device=x.device).triu(1)",
         ),
     ],
-    # validation is stage 5's build
+    # validation is stage 5's build (M03's advanced branch too)
+    "cache_aware_modern": [
+        (
+            5,
+            "        check_call(past, lengths, starts, positions, config.num_hidden_layers, K, D,\n"
+            "                   self.lm_head.weight)  # fmt: skip\n",
+            "",
+        )
+    ],
     "cache_aware_lm": [
         (
             5,

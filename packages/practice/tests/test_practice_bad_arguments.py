@@ -16,6 +16,7 @@ BAD = [
     (["start", "--bogus"], "--bogus"),
     (["check", "--timeout", "soon"], "argument --timeout"),
     (["check", "--workers", "many"], "argument --workers"),
+    (["check", "--score", "contract=3"], "argument --score"),
     (["repair", "--bogus"], "--bogus"),
     (["watch", "--bogus"], "--bogus"),
     (["due", "--bogus"], "--bogus"),
@@ -28,6 +29,8 @@ BAD = [
     (["plan", "--bogus"], "--bogus"),
     (["mock", "--score", "speed=3"], "argument --score"),
     (["mock", "--score", "contract=5"], "argument --score"),
+    (["mock", "--score", "forward=9"], "argument --score"),
+    (["mock", "--abandon=yes"], "--abandon"),
     (["log", "--csv", "--markdown"], "argument --markdown"),
     (["--home", "", "status"], "argument --home"),
 ]
@@ -52,3 +55,8 @@ def test_start_and_score_together_are_refused(
 ) -> None:
     assert main(["--home", str(tmp_path), "mock", "--start", "--score", "contract=3"]) == 2
     assert "--start and --score" in capsys.readouterr().err
+
+
+def test_abandon_with_start_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--home", str(tmp_path), "mock", "--abandon", "--start"]) == 2
+    assert "--abandon alone" in capsys.readouterr().err

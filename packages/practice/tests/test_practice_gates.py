@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gptlab_practice.sheet import LEDGER
-from gptlab_practice.store import STORE_NAME, Store
+from gptlab_practice.store import STORE_NAME, RouteRecord, Store
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("practice")]
 
@@ -69,3 +69,45 @@ def test_gates_turn_met_as_their_evidence_lands(
     assert missed.startswith("[open]") and missed.endswith(
         "not yet re-solved clean on a later day: P19"
     )
+
+
+@pytest.mark.parametrize("route", ["14-day", "intermediate", "7-day"])
+def test_each_route_has_its_own_gate_list(
+    route: str, practise: Practise, home: Path, clock: FakeClock
+) -> None:
+    """The intermediate route skips day 11 (its prefix-cache gate goes); the 7-day route's
+    builds are M01-M04 with a scaffolded advanced M03 and a port of a supplied M02, with no
+    reconstructions, M05, M10 or prefix cache (this project's reading of those routes)."""
+    home.mkdir(parents=True, exist_ok=True)
+    with Store(home / STORE_NAME) as store:
+        store.set_route(RouteRecord(clock(), "2026-12-01", route, (), (), "advanced"))
+    out = practise("status", "--gates").out
+    assert f"the {route} route's list)" in out.splitlines()[0]
+    has = {
+        "prefix-cache": "the prefix-cache suite passes" in out,
+        "layer reconstruction": "M02's 45-minute layer reconstruction" in out,
+        "M10 re-solve": "M10 reaches logits in 75 minutes (its re-solve)" in out,
+        "scaffolded M03": "M03 (scaffolded, advanced) passes every stage" in out,
+        "supplied M02": "M04 (a port of a supplied M02) keeps logits" in out,
+    }
+    expected = {
+        "14-day": {"prefix-cache", "layer reconstruction", "M10 re-solve"},
+        "intermediate": {"layer reconstruction", "M10 re-solve"},
+        "7-day": {"scaffolded M03", "supplied M02"},
+    }[route]
+    assert {name for name, there in has.items() if there} == expected
+    assert "model-construction ratio" in out and "P03 has a clean later-day re-solve" in out
+
+
+def test_m03_s_gate_needs_its_build_and_its_reconstruction(
+    practise: Practise, home: Path, clock: FakeClock
+) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    with Store(home / STORE_NAME) as store:  # M03 passed every stage; no reconstruction yet
+        now = clock()
+        attempt = store.start_attempt("cache_aware_lm", home / "c.py", now, 20, 1)
+        check = store.begin_check(attempt, 1, now)
+        store.finish_check(check, [(1, "passed", 9, 0, None, "")], 1.0, now, {1: 20}, None)
+    line = gate(practise("status", "--gates").out, "M03 passes one timed path")
+    assert line.startswith("[open]") and "M03 cache_aware_lm: attempt 1 passed every stage" in line
+    assert "cache_aware_lm:reconstruction: no attempt" in line

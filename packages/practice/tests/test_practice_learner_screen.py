@@ -4,6 +4,7 @@ decided miss names its first broken clause, and a home that is a file is refused
 
 from __future__ import annotations
 
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,13 @@ def test_status_keeps_names_and_headers_whole_and_sums_up_the_untried(
     assert "modern_lm:layer_reconstruction" in rows  # never folded onto a second line
     assert not any(line.lstrip().startswith("tion") for line in lines)
     assert not any(line.startswith(("tinygpt", "kv_cache")) for line in lines)  # no row each
-    untried = next(line for line in lines if line.startswith("no attempt yet (`start ITEM`): "))
+    at = next(
+        i for i, line in enumerate(lines) if line.startswith("no attempt yet (`start ITEM`): ")
+    )
+    wrapped = [lines[at], *takewhile(lambda line: line.startswith("  "), lines[at + 1 :])]
+    untried = " ".join(" ".join(wrapped).split())
     assert "tinygpt" in untried and "kv_cache" in untried
+    assert "M03 cache_aware_modern" in untried  # a label is never split across lines
     assert "speculative" not in untried.split(":", 1)[1]  # practised: a row of its own
 
 

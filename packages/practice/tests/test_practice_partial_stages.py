@@ -56,3 +56,22 @@ def test_the_layer_reconstruction_passes_with_stage_one_of_modern_lm(
     attempt = tmp_path / attempt_filename(unit)
     attempt.write_text(partial_attempt("modern_lm", 1))
     _passes(unit.package, 1, attempt)
+
+
+# Each named re-solve builds what its build's stages up to one of them build.
+RESOLVES_AT = {
+    "cache_aware_lm:reconstruction": ("cache_aware_lm", 4),
+    "runtime_lm:port": ("runtime_lm", 1),
+    "moe_lm:block": ("moe_lm", 1),
+    "fragment_lm:resolve": ("fragment_lm", 2),
+}
+
+
+@pytest.mark.parametrize("key", list(RESOLVES_AT))
+def test_a_named_re_solve_passes_with_the_stages_it_rebuilds(
+    key: str, tmp_path: Path, partial_attempt: Callable[[str, int], str]
+) -> None:
+    unit = resolves()[key]
+    attempt = tmp_path / attempt_filename(unit)
+    attempt.write_text(partial_attempt(*RESOLVES_AT[key]))
+    _passes(unit.package, 1, attempt)

@@ -54,7 +54,7 @@ def test_the_resolve_is_a_one_stage_unit_over_its_mechanisms_suite() -> None:
     assert len(unit.stages) == 1
     assert (stage.minutes, stage.build, stage.stop) == (raw["minutes"], raw["build"], raw["stop"])
     assert [entry.text for entry in stage.entries] == raw["select"]
-    assert {entry.package for entry in stage.entries} == {"modern_lm"}
+    assert {entry.folder(unit.folder) for entry in stage.entries} == {"modern_lm"}
     assert unit.resolve_of == "modern_lm" and unit.drill is None
     assert unit.suites_through(1) == ("packages/modern_lm/tests",)
     assert unit_variable(unit) == "MODERN_LM_MODULE"

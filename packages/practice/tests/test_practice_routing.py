@@ -84,6 +84,10 @@ CLAIM = {
     "runtime_logits": ("P06.4", ("out[b] = hidden[b, lengths[b] - 1]",)),
     "fragment_interface": ("PT06.5", ("`layers.<i>.` in the state dict",)),
     "fragment_decoder": ("P04.4", ("repeat_interleave", "never the tiled order")),
+    # M03's advanced branch (cache-aware over M02's model)
+    "m03_checkpoint": ("PT06.5", ("`layers.<i>.` in the state dict",)),
+    "m03_logits": ("P15.6", ("each row follows its own positions",)),
+    "m03_gqa_cache": ("P04.4", ("repeat_interleave", "never the tiled order")),
     "fragment_cache": ("P19.4", ("last row of full causal attention",)),
     "fragment_router": ("P25.4", ("renormalised over those k",)),
     "fragment_boundary": ("P05.9", ("`query_length`", "not an int (a bool")),

@@ -4,22 +4,21 @@ Every test reaches the candidate through ``RUNTIME_LM_MODULE``, sets the attenti
 with its ``set_attention_context`` before each forward, and hands weights only through
 ``load_weights`` under Llama's checkpoint names (a single-pass iterator over a list, so a
 loader that reads its input twice sees nothing the second time). The oracle is M02's
-decoder written out in float64 for one request at a time: RMSNorm, split-half RoPE at the
-given positions, causal GQA by row order with K/V repeated per group, SwiGLU, final norm.
+decoder written out in float64 for one request at a time (``gptlab_testkit.models``):
+RMSNorm, split-half RoPE at the given positions, causal GQA by row order with K/V repeated
+per group, SwiGLU, final norm.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
 import torch
 from torch import Tensor
-from torch.nn import functional
 
-from gptlab_testkit import candidate, test_device
+from gptlab_testkit import candidate, models, test_device
 
 rt = candidate("RUNTIME_LM_MODULE")
 
@@ -27,18 +26,7 @@ State = dict[str, Tensor]
 Request = tuple[Tensor, Tensor]  # ids [T], positions [T]
 
 # A small config: 2 query heads per kv head, an epsilon that shows, a fast rotary base.
-SIZES = {
-    "vocab_size": 29,
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 8,
-    "intermediate_size": 40,
-    "max_position_embeddings": 64,
-    "rope_theta": 100.0,
-    "rms_norm_eps": 0.05,
-}
+SIZES = {**models.TINY_DECODER, "vocab_size": 29}
 
 
 class M04:
@@ -55,27 +43,7 @@ class M04:
 
     def checkpoint_shapes(self, sizes: SimpleNamespace) -> dict[str, tuple[int, ...]]:
         """Llama's checkpoint: separate q/k/v and gate/up."""
-        V, C, F = sizes.vocab_size, sizes.hidden_size, sizes.intermediate_size
-        q = sizes.num_attention_heads * sizes.head_dim
-        kv = sizes.num_key_value_heads * sizes.head_dim
-        shapes = {"model.embed_tokens.weight": (V, C)}
-        for i in range(sizes.num_hidden_layers):
-            p = f"model.layers.{i}."
-            shapes.update(
-                {
-                    p + "input_layernorm.weight": (C,),
-                    p + "self_attn.q_proj.weight": (q, C),
-                    p + "self_attn.k_proj.weight": (kv, C),
-                    p + "self_attn.v_proj.weight": (kv, C),
-                    p + "self_attn.o_proj.weight": (C, q),
-                    p + "post_attention_layernorm.weight": (C,),
-                    p + "mlp.gate_proj.weight": (F, C),
-                    p + "mlp.up_proj.weight": (F, C),
-                    p + "mlp.down_proj.weight": (C, F),
-                }
-            )
-        shapes.update({"model.norm.weight": (C,), "lm_head.weight": (V, C)})
-        return shapes
+        return models.checkpoint_shapes(sizes)
 
     def packed_shapes(self, sizes: SimpleNamespace, layers: range | None = None):
         """The model's own state-dict keys of ``layers`` (packed projections)."""
@@ -100,18 +68,8 @@ class M04:
     def random_state(self, sizes: SimpleNamespace, seed: int) -> State:
         """Seeded weights under the checkpoint's names: norm gains in [0.5, 1.5], the
         embedding N(0, 1), every projection N(0, 0.3^2)."""
-        generator = torch.Generator().manual_seed(seed)
-        state: State = {}
-        for name, shape in self.checkpoint_shapes(sizes).items():
-            if name.endswith("norm.weight"):
-                state[name] = torch.rand(shape, generator=generator) + 0.5
-            elif name == "model.embed_tokens.weight":
-                state[name] = torch.randn(shape, generator=generator)
-            else:
-                state[name] = torch.randn(shape, generator=generator) * 0.3
-        if sizes.tie_word_embeddings:
-            state["lm_head.weight"] = state["model.embed_tokens.weight"]
-        return {name: tensor.to(test_device()) for name, tensor in state.items()}
+        shapes = self.checkpoint_shapes(sizes)
+        return models.seeded_checkpoint(shapes, seed, tie=sizes.tie_word_embeddings)
 
     @staticmethod
     def pairs(state: State) -> Iterator[tuple[str, Tensor]]:
@@ -119,12 +77,8 @@ class M04:
         return iter(list(state.items()))
 
     def model(self, config, seed: int = 0, prefix: str | None = None):
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            built = (
-                rt.RuntimeCausalLM(config) if prefix is None else rt.RuntimeCausalLM(config, prefix)
-            )
-        return built.to(test_device()).eval()
+        args = (config,) if prefix is None else (config, prefix)
+        return models.seeded_build(lambda: rt.RuntimeCausalLM(*args), seed).to(test_device()).eval()
 
     def loaded(self, config, state: State):
         model = self.model(config, seed=99)
@@ -163,53 +117,17 @@ class M04:
 
     # ---- the float64 oracle -----------------------------------------------------------
 
-    @staticmethod
-    def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-        x64 = x.double()
-        return weight.double() * x64 / torch.sqrt(x64.pow(2).mean(dim=-1, keepdim=True) + eps)
-
-    @staticmethod
-    def rope(x: Tensor, positions: Tensor, theta: float) -> Tensor:
-        """x [H, T, D] rotated pairwise (i, i + D/2) by position * theta^(-2i/D)."""
-        D = x.shape[-1]
-        inv_freq = theta ** -(torch.arange(0, D, 2, dtype=torch.float64, device=x.device) / D)
-        angles = positions.double()[None, :, None] * inv_freq
-        first, second = x[..., : D // 2], x[..., D // 2 :]
-        cos, sin = angles.cos(), angles.sin()
-        return torch.cat((first * cos - second * sin, second * cos + first * sin), dim=-1)
-
     def hidden(self, sizes, state: State, positions: Tensor, *, ids=None, embeds=None, layers=None):
         """One request's final hidden states [T, C] in float64 (``layers``: a range run
         without the final norm, for a stage's intermediates)."""
         s = {name: t.double() for name, t in state.items()}
         x = s["model.embed_tokens.weight"][ids] if embeds is None else embeds.double()
-        T = x.shape[0]
-        H, K, D = sizes.num_attention_heads, sizes.num_key_value_heads, sizes.head_dim
-        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+        x, positions = x[None], positions[None]  # the request as a batch of one
         for i in range(sizes.num_hidden_layers) if layers is None else layers:
-            p = f"model.layers.{i}."
-            normed = self.rms_norm(x, s[p + "input_layernorm.weight"], sizes.rms_norm_eps)
-            q = (normed @ s[p + "self_attn.q_proj.weight"].T).reshape(T, H, D).transpose(0, 1)
-            k = (normed @ s[p + "self_attn.k_proj.weight"].T).reshape(T, K, D).transpose(0, 1)
-            v = (normed @ s[p + "self_attn.v_proj.weight"].T).reshape(T, K, D).transpose(0, 1)
-            q, k = (
-                self.rope(q, positions, sizes.rope_theta),
-                self.rope(k, positions, sizes.rope_theta),
-            )
-            heads = []
-            for h in range(H):
-                kv = h // (H // K)
-                scores = (q[h] @ k[kv].T / math.sqrt(D)).masked_fill(future, float("-inf"))
-                heads.append(scores.softmax(dim=-1) @ v[kv])
-            y = torch.stack(heads, dim=1).reshape(T, H * D)
-            h_ = x + y @ s[p + "self_attn.o_proj.weight"].T
-            normed = self.rms_norm(h_, s[p + "post_attention_layernorm.weight"], sizes.rms_norm_eps)
-            gate = normed @ s[p + "mlp.gate_proj.weight"].T
-            up = normed @ s[p + "mlp.up_proj.weight"].T
-            x = h_ + (functional.silu(gate) * up) @ s[p + "mlp.down_proj.weight"].T
+            x = models.decoder_layer(sizes, s, i, x, positions)
         if layers is not None:
-            return x
-        return self.rms_norm(x, s["model.norm.weight"], sizes.rms_norm_eps)
+            return x[0]
+        return models.rms_norm(x[0], s["model.norm.weight"], sizes.rms_norm_eps)
 
     def flat_hidden(self, sizes, state: State, requests: list[Request]) -> Tensor:
         """The oracle over each request alone, rows end to end [N, C]."""

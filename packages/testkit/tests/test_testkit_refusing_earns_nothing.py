@@ -272,7 +272,7 @@ from pathlib import Path
 
 sys.path.insert(0, sys.argv[1])
 from test_testkit_refusing_earns_nothing import candidate_source, has_zeros
-from gptlab_testkit.candidates import VARIABLES
+from gptlab_testkit.candidates import VARIABLES, select_test_files
 from gptlab_testkit.running.scoring import scored
 from gptlab_testkit.running.suites import ForkedRun, side_by_side, warm_up
 
@@ -294,8 +294,10 @@ suites = [str(Path(v.suite).resolve()) for v in drills]
 # A drill's suite sees only its own variable: every drill's raiser goes in one run.
 plans = [("raiser", suites, {v.name: written(v, "raiser") for v in drills}),
          ("zeros", suites, {v.name: written(v, "zeros") for v in drills if has_zeros(v.name)})]
-# A package's suite may hold tests that never load its variable: one run per package.
-plans += [("raiser", [str(Path(v.suite).resolve())], {v.name: written(v, "raiser")})
+# A package's suite may hold tests that never load its variable: one run per package, over
+# the files grade would select for it (M03's advanced branch shares cache_aware_lm's folder).
+plans += [("raiser", select_test_files([str(Path(v.suite).resolve())], {v.name}),
+           {v.name: written(v, "raiser")})
           for v in VARIABLES.values() if not v.is_drill]
 starts = [lambda plan=plan: ForkedRun(plan[1], plan[2], args, limit=300, clear_variables=True)
           for plan in plans]
@@ -304,7 +306,8 @@ for index, run in side_by_side(starts, 2):
     behaviour, _, assignments = plans[index]
     for variable in assignments:
         package = VARIABLES[variable].package
-        mine = [r for r in scored(run.results) if r.package == package and r.kind == "contract"]
+        mine = [r for r in scored(run.results) if r.kind == "contract"
+                and (len(assignments) == 1 or r.package == package)]
         graded[behaviour][package] = {
             "returncode": run.returncode,
             "contract": len(mine),

@@ -14,6 +14,7 @@ from gptlab_testkit.running.rubric import (
     evidence,
     evidence_lines,
     evidence_payload,
+    swapped_packages,
 )
 
 pytestmark = [pytest.mark.extension, pytest.mark.owner("grading")]
@@ -63,3 +64,13 @@ def test_a_runs_contract_results_are_split_by_dimension_with_the_failed_owners()
 def test_a_build_not_graded_as_a_candidate_shows_no_rubric() -> None:
     assert evidence([result("head_split")], ["modern_lm"]) == []
     assert evidence([result("head_split")], []) == []
+
+
+def test_m03s_advanced_branch_shows_cache_aware_lms_rubric(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("CACHE_AWARE_LM_MODULE", "CACHE_AWARE_MODERN_MODULE", "MODERN_LM_MODULE"):
+        monkeypatch.delenv(name, raising=False)
+    assert "cache_aware_lm" not in swapped_packages()
+    monkeypatch.setenv("CACHE_AWARE_MODERN_MODULE", "my_m03.py")
+    assert swapped_packages() == ["cache_aware_lm"]
+    rows = evidence([result("m03_logits", "failed")], swapped_packages())
+    assert [(r.build, r.failed_owners) for r in rows if r.run] == [("M03", ("m03_logits",))]

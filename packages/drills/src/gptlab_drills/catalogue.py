@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 
-KINDS = ("canonical", "debug", "transfer")
+KINDS = ("canonical", "debug", "transfer", "profile")
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Drill:
     title: str
     difficulty: str  # E, M or H
     minutes: int  # the time box, tests and explanation included
-    kind: str  # canonical (P), debug (a supplied broken artifact), transfer (PT)
+    kind: str  # canonical (P), debug (a supplied broken artifact), transfer (PT), profile
     graded: tuple[str, ...]  # names an attempt must define
     stems: tuple[str, ...]  # file stems an attempt folder may use ("p19", "decode_attention")
     probes: tuple[str, ...]  # three questions, answered without reopening the code
@@ -59,8 +59,9 @@ class Drill:
         return f"{self.id} {self.title} ({self.minutes}m)"
 
     def starting_artifact(self) -> Traversable | None:
-        """A debug case's supplied broken file (`artifacts/<key>_start.py`), else None."""
-        if self.kind != "debug":
+        """A debug case's supplied broken file, or a profile case's supplied slow loop
+        (`artifacts/<key>_start.py`), else None."""
+        if self.kind not in ("debug", "profile"):
             return None
         return resources.files(__package__).joinpath("artifacts", f"{self.key}_start.py")
 

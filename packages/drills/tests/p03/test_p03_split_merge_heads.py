@@ -44,20 +44,24 @@ def loop_merge(x: torch.Tensor) -> torch.Tensor:
 def test_split_puts_each_block_of_channels_in_its_own_head():
     x = seeded(2, 3, 12, seed=1)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_split(x, 4)
     got = drill.split_heads(x, 4)
 
     assert got.shape == (2, 4, 3, 3)
-    assert torch.equal(got, loop_split(x, 4)), "split_heads vs element-by-element oracle"
+    assert torch.equal(got, want), "split_heads vs element-by-element oracle"
 
 
 @pytest.mark.clause("P03.2", "P03.5")
 def test_merge_puts_each_head_back_in_its_block_of_channels():
     x = seeded(2, 4, 3, 5, seed=2)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_merge(x)
     got = drill.merge_heads(x)
 
     assert got.shape == (2, 3, 20)
-    assert torch.equal(got, loop_merge(x)), "merge_heads vs element-by-element oracle"
+    assert torch.equal(got, want), "merge_heads vs element-by-element oracle"
 
 
 @settings(max_examples=20, deadline=None)
@@ -72,9 +76,11 @@ def test_merge_puts_each_head_back_in_its_block_of_channels():
 def test_merge_of_split_is_the_exact_input(B, T, H, D, seed):
     x = seeded(B, T, H * D, seed=seed)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_split(x, H)
     split = drill.split_heads(x, H)
     assert split.shape == (B, H, T, D)
-    assert torch.equal(split, loop_split(x, H)), "split_heads vs oracle"
+    assert torch.equal(split, want), "split_heads vs oracle"
     assert torch.equal(drill.merge_heads(split), x), "merge_heads(split_heads(x)) != x"
 
 
@@ -83,9 +89,11 @@ def test_merge_of_split_is_the_exact_input(B, T, H, D, seed):
 def test_batch_of_one_and_single_token_split_and_merge(B, T):
     x = seeded(B, T, 8, seed=3)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_split(x, 2)
     split = drill.split_heads(x, 2)
 
-    assert torch.equal(split, loop_split(x, 2)), f"split at B={B}, T={T}"
+    assert torch.equal(split, want), f"split at B={B}, T={T}"
     assert torch.equal(drill.merge_heads(split), x), f"round trip at B={B}, T={T}"
 
 
@@ -96,10 +104,12 @@ def test_split_of_a_token_major_layout_is_a_transpose_not_a_reshape():
     # and its second row as x[0, 0, D:2D] (the next head's channels of the same token).
     x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)
 
+    # the oracle first: the call's writes cannot reach it
+    x_given = x.clone()
     got = drill.split_heads(x, 2)
 
-    assert torch.equal(got[1, 0, 2], x[1, 2, 0:2]), "head 0, token 2 of row 1"
-    assert torch.equal(got[1, 1, 0], x[1, 0, 2:4]), "head 1, token 0 of row 1"
+    assert torch.equal(got[1, 0, 2], x_given[1, 2, 0:2]), "head 0, token 2 of row 1"
+    assert torch.equal(got[1, 1, 0], x_given[1, 0, 2:4]), "head 1, token 0 of row 1"
 
 
 @pytest.mark.clause("P03.5")
@@ -107,9 +117,11 @@ def test_merge_accepts_the_non_contiguous_output_of_a_transpose():
     # The split's output is a transposed view: merging must not call view() on it.
     heads_first = seeded(2, 3, 4, 5, seed=4).transpose(1, 2)  # [B, H, T, D], strided
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_merge(heads_first)
     got = drill.merge_heads(heads_first)
 
-    assert torch.equal(got, loop_merge(heads_first)), "merge of a strided [B, H, T, D]"
+    assert torch.equal(got, want), "merge of a strided [B, H, T, D]"
 
 
 @pytest.mark.clause("P03.5")
@@ -119,9 +131,11 @@ def test_merge_of_a_contiguous_head_major_tensor_is_by_value(shape):
     # [B, T, H, D] is strided, so a merge by view() cannot take it.
     heads_major = seeded(*shape, seed=6)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_merge(heads_major)
     got = drill.merge_heads(heads_major)
 
-    assert torch.equal(got, loop_merge(heads_major)), f"merge of a contiguous {shape}"
+    assert torch.equal(got, want), f"merge of a contiguous {shape}"
 
 
 @pytest.mark.clause("P03.9")
@@ -146,9 +160,11 @@ def test_split_and_merge_leave_their_inputs_unchanged():
 def test_half_precision_keeps_its_dtype_and_values():
     x = seeded(2, 3, 8, seed=8, dtype=torch.bfloat16)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_split(x, 4)
     split = drill.split_heads(x, 4)
 
-    assert split.dtype == torch.bfloat16 and torch.equal(split, loop_split(x, 4))
+    assert split.dtype == torch.bfloat16 and torch.equal(split, want)
     assert torch.equal(drill.merge_heads(split), x)
 
 
@@ -168,13 +184,15 @@ def test_channels_not_divisible_by_heads_are_rejected(C, heads):
 def test_both_keep_the_dtype_and_device(dtype):
     x = seeded(2, 3, 6, seed=15).mul(10).to(dtype)
 
+    # the oracle first: the call's writes cannot reach it
+    x_given = x.clone()
     split = drill.split_heads(x, 3)
     merged = drill.merge_heads(split)
 
     for name, got in (("split_heads", split), ("merge_heads", merged)):
         assert got.dtype == dtype, f"{name} returned {got.dtype} for {dtype}"
         assert got.device == x.device, f"{name} moved x to {got.device}"
-    assert torch.equal(merged, x)
+    assert torch.equal(merged, x_given)
 
 
 @pytest.mark.clause("P03.1")

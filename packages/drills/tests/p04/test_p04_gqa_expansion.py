@@ -27,19 +27,23 @@ def loop_expand(kv: torch.Tensor, query_heads: int) -> torch.Tensor:
 def test_each_ratio_gives_every_query_head_its_kv_head(ratio):
     kv = seeded(2, 2, 3, 4, seed=ratio)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_expand(kv, 2 * ratio)
     got = drill.repeat_kv_for_gqa(kv, 2 * ratio)
 
     assert got.shape == (2, 2 * ratio, 3, 4)
-    assert torch.equal(got, loop_expand(kv, 2 * ratio)), f"ratio {ratio} vs head-by-head oracle"
+    assert torch.equal(got, want), f"ratio {ratio} vs head-by-head oracle"
 
 
 @pytest.mark.clause("P04.4")
 def test_the_expansion_equals_repeat_interleave_on_the_head_axis():
     kv = seeded(3, 3, 5, 2, seed=11)
 
+    # the oracle first: the call's writes cannot reach it
+    want = kv.repeat_interleave(4, dim=1)
     got = drill.repeat_kv_for_gqa(kv, 12)
 
-    assert torch.equal(got, kv.repeat_interleave(4, dim=1)), "vs repeat_interleave(4, dim=1)"
+    assert torch.equal(got, want), "vs repeat_interleave(4, dim=1)"
 
 
 @pytest.mark.clause("P04.4")
@@ -66,27 +70,33 @@ def test_neighbouring_query_heads_share_a_kv_head_not_every_hkv_th():
 def test_any_small_shape_matches_the_oracle(B, Hkv, group, T, D, seed):
     kv = seeded(B, Hkv, T, D, seed=seed)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_expand(kv, Hkv * group)
     got = drill.repeat_kv_for_gqa(kv, Hkv * group)
 
-    assert torch.equal(got, loop_expand(kv, Hkv * group)), "vs head-by-head oracle"
+    assert torch.equal(got, want), "vs head-by-head oracle"
 
 
 @pytest.mark.clause("P04.3")
 def test_half_precision_keeps_its_dtype():
     kv = seeded(2, 2, 3, 4, seed=12, dtype=torch.bfloat16)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_expand(kv, 8)
     got = drill.repeat_kv_for_gqa(kv, 8)
 
-    assert got.dtype == torch.bfloat16 and torch.equal(got, loop_expand(kv, 8))
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want)
 
 
 @pytest.mark.clause("P04.5")
 def test_a_strided_kv_is_expanded_by_value():
     kv = seeded(2, 3, 4, 2, seed=13).transpose(1, 2)  # [2, 4, 3, 2], not contiguous
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_expand(kv, 8)
     got = drill.repeat_kv_for_gqa(kv, 8)
 
-    assert torch.equal(got, loop_expand(kv, 8)), "expansion of a transposed kv"
+    assert torch.equal(got, want), "expansion of a transposed kv"
 
 
 @pytest.mark.clause("P04.9")
@@ -116,11 +126,13 @@ def test_query_heads_not_a_multiple_of_kv_heads_are_rejected(kv_heads, query_hea
 def test_the_result_keeps_dtype_and_device_at_every_ratio(dtype, ratio):
     kv = seeded(1, 2, 1, 3, seed=20).mul(10).to(dtype)
 
+    # the oracle first: the call's writes cannot reach it
+    want = kv.repeat_interleave(ratio, dim=1)
     got = drill.repeat_kv_for_gqa(kv, 2 * ratio)
 
     assert got.shape == (1, 2 * ratio, 1, 3), f"shape {tuple(got.shape)}"
     assert got.dtype == dtype and got.device == kv.device, f"{got.dtype} on {got.device}"
-    assert torch.equal(got, kv.repeat_interleave(ratio, dim=1))
+    assert torch.equal(got, want)
 
 
 @pytest.mark.clause("P04.1")
@@ -141,6 +153,8 @@ def test_a_sliced_or_broadcast_kv_is_expanded_by_value(view):
         "broadcast T": base[:, :2, :1].expand(2, 2, 3, 4),
     }[view]
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_expand(kv.contiguous(), 4)
     got = drill.repeat_kv_for_gqa(kv, 4)
 
-    assert torch.equal(got, loop_expand(kv.contiguous(), 4)), f"expansion of a {view} kv"
+    assert torch.equal(got, want), f"expansion of a {view} kv"

@@ -28,19 +28,23 @@ def test_mixed_lengths_pick_each_rows_last_valid_token():
     hidden = seeded(3, 5, 4, seed=1)
     lengths = [5, 2, 3]
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_last(hidden, lengths)
     got = drill.gather_last_token(hidden, long(lengths))
 
     assert got.shape == (3, 4)
-    assert torch.equal(got, loop_last(hidden, lengths)), "vs row-by-row oracle"
+    assert torch.equal(got, want), "vs row-by-row oracle"
 
 
 @pytest.mark.clause("P06.4")
 def test_length_one_picks_the_first_token_not_the_last_pad():
     hidden = seeded(2, 4, 3, seed=2)
 
+    # the oracle first: the call's writes cannot reach it
+    hidden_given = hidden.clone()
     got = drill.gather_last_token(hidden, long([4, 1]))
 
-    assert torch.equal(got[1], hidden[1, 0]), "row 1 with one valid token"
+    assert torch.equal(got[1], hidden_given[1, 0]), "row 1 with one valid token"
 
 
 @pytest.mark.clause("P06.5")
@@ -79,9 +83,11 @@ def test_any_small_batch_matches_the_loop_oracle(data):
     dtype = data.draw(st.sampled_from([torch.int64, torch.int32]), label="lengths dtype")
     hidden = seeded(B, T, C, seed=data.draw(st.integers(0, 2**16), label="seed"))
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_last(hidden, lengths)
     got = drill.gather_last_token(hidden, long(lengths, dtype))
 
-    assert got.shape == (B, C) and torch.equal(got, loop_last(hidden, lengths))
+    assert got.shape == (B, C) and torch.equal(got, want)
 
 
 def torch_calls(B: int) -> int:
@@ -117,9 +123,11 @@ def test_the_result_is_a_new_tensor_and_the_inputs_are_unchanged(values):
 def test_half_precision_keeps_its_dtype():
     hidden = seeded(2, 3, 4, seed=6, dtype=torch.float16)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_last(hidden, [2, 3])
     got = drill.gather_last_token(hidden, long([2, 3]))
 
-    assert got.dtype == torch.float16 and torch.equal(got, loop_last(hidden, [2, 3]))
+    assert got.dtype == torch.float16 and torch.equal(got, want)
 
 
 # ---- rejection: valid in every respect but one, before any work ----
@@ -159,10 +167,12 @@ def test_a_non_finite_pad_in_a_later_row_changes_nothing(pad):
 def test_the_result_keeps_hiddens_dtype_and_device_with_int32_lengths(dtype):
     hidden = seeded(3, 4, 2, seed=13, dtype=dtype)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_last(hidden, [1, 4, 2])
     got = drill.gather_last_token(hidden, long([1, 4, 2], torch.int32))
 
     assert got.dtype == dtype and got.device == hidden.device, f"{got.dtype} on {got.device}"
-    assert torch.equal(got, loop_last(hidden, [1, 4, 2]))
+    assert torch.equal(got, want)
 
 
 @pytest.mark.clause("P06.1")

@@ -41,10 +41,12 @@ def test_allowed_logits_are_unchanged_and_forbidden_ones_are_minus_inf():
     logits = seeded(3, 5, seed=1)
     allowed = bools([[1, 0, 1, 0, 0], [0, 0, 0, 0, 1], [1, 1, 1, 1, 1]])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_mask(logits, allowed)
     got = drill.masked_logits(logits, allowed)
 
     assert got.shape == logits.shape and got.dtype == logits.dtype
-    assert got.tolist() == loop_mask(logits, allowed)
+    assert got.tolist() == want
 
 
 @pytest.mark.clause("P07.5")
@@ -52,9 +54,11 @@ def test_forbidden_is_exactly_minus_inf_not_a_large_negative_number():
     logits = seeded(2, 4, seed=2) * 1e6
     allowed = bools([[1, 0, 0, 0], [0, 1, 1, 0]])
 
+    forbidden = ~allowed  # before the call: the call's writes cannot reach it
+
     got = drill.masked_logits(logits, allowed)
 
-    assert torch.isneginf(got[~allowed]).all(), f"forbidden entries: {got[~allowed].tolist()}"
+    assert torch.isneginf(got[forbidden]).all(), f"forbidden entries: {got[forbidden].tolist()}"
 
 
 @pytest.mark.clause("P07.4", "P07.5")
@@ -71,9 +75,11 @@ def test_any_mask_with_an_allowed_token_per_row_matches_the_loop_oracle(data):
     logits = seeded(B, V, seed=data.draw(st.integers(0, 2**16), label="seed"))
     allowed = bools(rows)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_mask(logits, allowed)
     got = drill.masked_logits(logits, allowed)
 
-    assert got.tolist() == loop_mask(logits, allowed)
+    assert got.tolist() == want
 
 
 @pytest.mark.clause("P07.10")
@@ -102,10 +108,12 @@ def test_the_logits_dtype_is_kept(dtype):
     logits = seeded(2, 4, seed=5, dtype=dtype)
     allowed = bools([[0, 1, 1, 0], [1, 0, 0, 0]])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_mask(logits, allowed)
     got = drill.masked_logits(logits, allowed)
 
     assert got.dtype == dtype
-    assert got.tolist() == loop_mask(logits, allowed)
+    assert got.tolist() == want
 
 
 # ---- rejection: valid in every respect but one, before anything is written ----
@@ -153,10 +161,11 @@ def test_any_leading_dims_are_masked_row_by_row(shape):
     logits = seeded(*shape, seed=14)
     allowed = (torch.arange(logits.numel(), device=test_device()) % 3 != 1).reshape(shape)
 
+    # the oracle first: the call's writes cannot reach it
+    want = torch.where(allowed, logits, torch.full_like(logits, -math.inf))
     got = drill.masked_logits(logits, allowed)
 
     assert got.shape == logits.shape, f"shape {tuple(got.shape)}"
-    want = torch.where(allowed, logits, torch.full_like(logits, -math.inf))
     assert torch.equal(got, want), "vs elementwise oracle"
 
 

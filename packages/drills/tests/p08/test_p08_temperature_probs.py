@@ -46,9 +46,11 @@ def probs(logits, temperature) -> torch.Tensor:
 def test_probs_equal_the_loop_softmax_of_the_tempered_logits(temperature):
     logits = seeded(3, 7, seed=1) * 3
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_probs(logits, temperature)
     got = probs(logits, temperature)
 
-    assert_close(got.double(), loop_probs(logits, temperature), f"T={temperature}", atol=1e-6)
+    assert_close(got.double(), want, f"T={temperature}", atol=1e-6)
 
 
 @boundary_settings(20)
@@ -77,19 +79,23 @@ def test_large_half_precision_logits_give_finite_fp32_probabilities():
         device=test_device(),
     )
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_probs(logits, 0.5)
     got = probs(logits, 0.5)  # logits / 0.5 overflow fp16; an fp16 softmax is 3 digits short
 
     assert torch.isfinite(got).all(), f"non-finite probabilities: {got}"
-    assert_close(got.double(), loop_probs(logits, 0.5), "fp16 logits at T=0.5", atol=1e-6)
+    assert_close(got.double(), want, "fp16 logits at T=0.5", atol=1e-6)
 
 
 @pytest.mark.clause("P08.3", "P08.4")
 def test_bfloat16_logits_are_normalised_in_fp32():
     logits = (seeded(2, 6, seed=2) * 4).to(torch.bfloat16)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_probs(logits, 1.0)
     got = probs(logits, 1.0)
 
-    assert_close(got.double(), loop_probs(logits, 1.0), "bf16 logits", atol=1e-6)
+    assert_close(got.double(), want, "bf16 logits", atol=1e-6)
 
 
 @pytest.mark.clause("P08.5")
@@ -104,19 +110,22 @@ def test_adding_a_constant_to_a_row_changes_nothing():
 def test_a_tiny_positive_temperature_stays_finite():
     logits = seeded(2, 5, seed=4) * 10
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_probs(logits, 1e-4)
     got = probs(logits, 1e-4)
 
     assert torch.isfinite(got).all(), f"non-finite probabilities at T=1e-4: {got}"
-    assert_close(got.double(), loop_probs(logits, 1e-4), "T=1e-4", atol=1e-6)
+    assert_close(got.double(), want, "T=1e-4", atol=1e-6)
 
 
 @pytest.mark.clause("P08.6")
 def test_temperature_zero_is_one_hot_at_the_argmax():
     logits = seeded(4, 9, seed=5)
 
+    # the oracle first: the call's writes cannot reach it
+    want = torch.nn.functional.one_hot(logits.argmax(-1), 9).float()
     got = probs(logits, 0.0)
 
-    want = torch.nn.functional.one_hot(logits.argmax(-1), 9).float()
     assert torch.equal(got, want), f"temperature 0 gave {got}"
 
 
@@ -199,9 +208,10 @@ def test_temperature_zero_picks_the_first_maximum_in_every_row_of_a_block():
 def test_any_leading_dims_are_normalised_over_the_last(shape):
     logits = seeded(*shape, seed=10) * 2
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_probs(logits.reshape(-1, shape[-1]), 1.5).reshape(shape)
     got = probs(logits, 1.5)
 
-    want = loop_probs(logits.reshape(-1, shape[-1]), 1.5).reshape(shape)
     assert_close(got.double(), want, f"logits {shape}", atol=1e-6)
 
 
@@ -210,9 +220,10 @@ def test_any_leading_dims_are_normalised_over_the_last(shape):
 def test_the_greedy_path_is_fp32_too(dtype):
     logits = seeded(2, 5, seed=11).to(dtype)
 
+    # the oracle first: the call's writes cannot reach it
+    want = torch.nn.functional.one_hot(logits.float().argmax(-1), 5).float()
     got = probs(logits, 0)
 
-    want = torch.nn.functional.one_hot(logits.float().argmax(-1), 5).float()
     assert torch.equal(got, want) and got.device == logits.device
 
 
@@ -241,8 +252,9 @@ def test_fp32_logits_near_the_dtypes_limits_are_shifted_by_their_own_row_max(tem
         [[3.0e38, 2.9e38, -3.0e38], [-3.0e38, -2.9e38, -3.0e38]], device=test_device()
     )
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_probs(logits, temperature)
     got = probs(logits, temperature)
 
     assert torch.isfinite(got).all(), f"non-finite probabilities: {got}"
-    want = loop_probs(logits, temperature)
     assert_close(got.double(), want, f"logits near ±3e38 at T={temperature}", atol=1e-6)

@@ -59,9 +59,11 @@ def test_k_one_keeps_only_each_rows_maximum():
 def test_k_equal_to_the_vocabulary_keeps_everything_in_a_new_tensor():
     logits = seeded(2, 5, seed=2)
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
     got = drill.top_k_filter(logits, 5)
 
-    assert torch.equal(got, logits)
+    assert torch.equal(got, logits_given)
     assert not shares_storage(got, logits), "the result aliases the caller's logits"
 
 
@@ -69,9 +71,11 @@ def test_k_equal_to_the_vocabulary_keeps_everything_in_a_new_tensor():
 def test_k_zero_means_no_filtering():
     logits = seeded(2, 5, seed=3)
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
     got = drill.top_k_filter(logits, 0)
 
-    assert torch.equal(got, logits)
+    assert torch.equal(got, logits_given)
     assert not shares_storage(got, logits), "the result aliases the caller's logits"
 
 
@@ -105,9 +109,11 @@ def test_any_row_matches_the_loop_oracle_ties_included(data):
     values = st.lists(st.integers(-3, 3), min_size=V, max_size=V)  # small ints: many ties
     logits = tensor([data.draw(values, label=f"logits[{b}]") for b in range(B)])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_top_k(logits, k)
     got = drill.top_k_filter(logits, k)
 
-    assert got.tolist() == loop_top_k(logits, k)
+    assert got.tolist() == want
 
 
 @pytest.mark.clause("P09.5")
@@ -136,10 +142,12 @@ def test_a_row_is_filtered_the_same_alone_and_in_a_batch():
 def test_any_leading_dims_filter_each_vocabulary_row(shape, k):
     logits = seeded(*shape, seed=22)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_top_k(logits, k)
     got = drill.top_k_filter(logits, k)
 
     assert tuple(got.shape) == shape
-    assert got.tolist() == loop_top_k(logits, k)
+    assert got.tolist() == want
 
 
 @pytest.mark.clause("P09.11")
@@ -164,7 +172,9 @@ def test_a_filtered_result_is_a_new_tensor():
 def test_other_floating_dtypes_keep_their_dtype(dtype):
     logits = seeded(2, 6, seed=5, dtype=dtype)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_top_k(logits, 2)
     got = drill.top_k_filter(logits, 2)
 
     assert got.dtype == dtype
-    assert got.tolist() == loop_top_k(logits, 2)
+    assert got.tolist() == want

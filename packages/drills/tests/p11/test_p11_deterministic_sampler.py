@@ -76,10 +76,12 @@ def sample_without_failing(logits, **options) -> list[int]:
 def test_temperature_one_unfiltered_equals_torch_multinomial():
     logits = seeded(6, 11, seed=1)
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
     got = sample(logits, temperature=1.0, generator=seeded_generator(7))
 
     independent = seeded_generator(7)
-    want = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=independent)
+    want = torch.multinomial(torch.softmax(logits_given, dim=-1), 1, generator=independent)
     assert got == want.flatten().tolist()
 
 
@@ -99,9 +101,10 @@ def test_the_generator_advances_by_exactly_the_one_draw():
 def test_a_tempered_draw_equals_multinomial_over_the_tempered_softmax():
     logits = seeded(6, 11, seed=2)
 
+    # the oracle first: the call's writes cannot reach it
+    probs = torch.softmax(logits / 0.5, dim=-1)
     got = sample(logits, temperature=0.5, generator=seeded_generator(8))
 
-    probs = torch.softmax(logits / 0.5, dim=-1)
     want = torch.multinomial(probs, 1, generator=seeded_generator(8))
     assert got == want.flatten().tolist()
 
@@ -150,10 +153,12 @@ def test_greedy_takes_the_argmax_without_drawing():
     generator = seeded_generator(15)
     before = state(generator)
 
+    # the oracle first: the call's writes cannot reach it
+    want = logits.argmax(dim=-1).tolist()
     with forbidding(*SAMPLERS, what="greedy sample_next_token"):
         got = sample(logits, temperature=0.0, generator=generator)
 
-    assert got == logits.argmax(dim=-1).tolist()
+    assert got == want
     assert torch.equal(state(generator), before), "greedy decoding advanced the generator"
 
 
@@ -161,10 +166,12 @@ def test_greedy_takes_the_argmax_without_drawing():
 def test_greedy_ignores_the_filters():
     logits = seeded(5, 13, seed=6)
 
+    # the oracle first: the call's writes cannot reach it
+    want = logits.argmax(dim=-1).tolist()
     with forbidding(*SAMPLERS, what="greedy sample_next_token"):
         got = sample(logits, temperature=0, top_k=3, top_p=0.5, generator=seeded_generator(16))
 
-    assert got == logits.argmax(dim=-1).tolist()
+    assert got == want
 
 
 @pytest.mark.clause("P11.6")
@@ -215,11 +222,13 @@ def test_any_filtered_draw_lies_inside_the_loop_oracles_kept_set(data):
     seed = data.draw(st.integers(0, 2**16), label="seed")
     logits = seeded(B, V, seed=seed) * 3
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
     got = sample(logits, temperature=temperature, top_k=top_k, top_p=top_p,
                  generator=seeded_generator(seed))  # fmt: skip
 
     for b, token in enumerate(got):
-        kept = kept_tokens(logits[b].tolist(), temperature, top_k, top_p)
+        kept = kept_tokens(logits_given[b].tolist(), temperature, top_k, top_p)
         assert token in kept, f"row {b} drew {token}, outside {sorted(kept)}"
 
 
@@ -294,10 +303,12 @@ def test_the_signature_takes_logits_positionally_and_the_rest_by_keyword():
 def test_greedy_ids_are_integers_one_per_row():
     logits = seeded(3, 7, seed=41)
 
+    # the oracle first: the call's writes cannot reach it
+    want = logits.argmax(-1).tolist()
     result = drill.sample_next_token(logits, temperature=0.0, generator=seeded_generator(42))
 
     assert result.dtype != torch.bool and not result.is_complex()
-    assert drawn_tokens(result, 3) == logits.argmax(-1).tolist()
+    assert drawn_tokens(result, 3) == want
 
 
 @pytest.mark.clause("P11.3")
@@ -348,9 +359,10 @@ def test_the_global_rng_is_not_advanced():
 def test_top_k_zero_is_off():
     logits = seeded(6, 11, seed=52)
 
+    # the oracle first: the call's writes cannot reach it
+    want = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=seeded_generator(53))
     got = sample_without_failing(logits, temperature=1.0, top_k=0, generator=seeded_generator(53))
 
-    want = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=seeded_generator(53))
     assert got == want.flatten().tolist()
 
 

@@ -65,9 +65,10 @@ def test_the_k_best_extensions_match_the_loop_oracle():
     scores = seeded(2, 3, seed=1) - 2
     logits = seeded(2, 3, 7, seed=2) * 2
 
+    # the oracle first: the call's writes cannot reach it
+    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits)
     got_scores, tokens, parents = step(scores, logits)
 
-    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits)
     assert (tokens, parents) == (want_tokens, want_parents)
     assert_close(got_scores.double(), torch.tensor(want_scores, dtype=torch.float64,
                  device=got_scores.device), "beam scores")  # fmt: skip
@@ -85,9 +86,10 @@ def test_any_small_shape_matches_the_loop_oracle(B, K, V, seed):
     scores = seeded(B, K, seed=seed) * 3
     logits = seeded(B, K, V, seed=seed + 1) * 3
 
+    # the oracle first: the call's writes cannot reach it
+    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits)
     got_scores, tokens, parents = step(scores, logits)
 
-    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits)
     assert (tokens, parents) == (want_tokens, want_parents)
     assert_close(got_scores.double(), torch.tensor(want_scores, dtype=torch.float64,
                  device=got_scores.device), "beam scores")  # fmt: skip
@@ -122,10 +124,12 @@ def test_the_first_step_expands_only_the_live_beam():
     scores = floats([[0.0, -math.inf, -math.inf]])
     logits = seeded(1, 3, 5, seed=4)
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
     got_scores, tokens, parents = step(scores, logits)
 
     assert parents == [[0, 0, 0]]
-    assert tokens == [sorted(range(5), key=lambda v: -float(logits[0, 0, v]))[:3]]
+    assert tokens == [sorted(range(5), key=lambda v: -float(logits_given[0, 0, v]))[:3]]
     assert torch.isfinite(got_scores).all()
 
 
@@ -157,9 +161,10 @@ def test_any_mix_of_finished_and_live_beams_matches_the_loop_oracle(data):
     scores, logits = seeded(B, K, seed=seed) * 2, seeded(B, K, V, seed=seed + 1) * 2
     finished = torch.tensor(flags, device=test_device()).reshape(B, K)
 
+    # the oracle first: the call's writes cannot reach it
+    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos)
     got_scores, tokens, parents = step(scores, logits, finished, eos_token_id=eos)
 
-    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos)
     assert (tokens, parents) == (want_tokens, want_parents)
     assert_close(got_scores.double(), torch.tensor(want_scores, dtype=torch.float64,
                  device=got_scores.device), "scores with finished beams")  # fmt: skip
@@ -213,9 +218,10 @@ def test_half_inputs_match_the_loop_oracle_on_their_values():
     scores = (seeded(2, 3, seed=34) - 2).to(torch.bfloat16)
     logits = (seeded(2, 3, 7, seed=35) * 2).to(torch.bfloat16)
 
+    # the oracle first: the call's writes cannot reach it
+    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits)
     got_scores, tokens, parents = step(scores, logits)
 
-    want_scores, want_tokens, want_parents = loop_beam_step(scores, logits)
     assert (tokens, parents) == (want_tokens, want_parents)
     want = torch.tensor(want_scores, dtype=torch.float64, device=got_scores.device)
     assert_close(got_scores.double(), want, "beam scores of bf16 inputs")
@@ -292,9 +298,10 @@ def test_a_finished_beam_may_hold_logits_with_no_finite_value():
     logits[1, 2] = -math.inf
     finished = torch.tensor([[False] * 3, [False, False, True]], device=test_device())
 
+    # the oracle first: the call's writes cannot reach it
+    _, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos=4)
     _, tokens, parents = step(scores, logits, finished, eos_token_id=4)
 
-    _, want_tokens, want_parents = loop_beam_step(scores, logits, finished, eos=4)
     assert (tokens, parents) == (want_tokens, want_parents)
 
 

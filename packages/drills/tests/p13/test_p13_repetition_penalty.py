@@ -64,9 +64,12 @@ def test_penalised_tokens_match_the_loop_oracle():
     logits = seeded(3, 8, seed=1) * 2
     history = ids([[1, 4, 4, 7], [0, 0, 0, 0], [6, 2, 5, 1]])
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
+    history_given = history.clone()
     got = drill.apply_repetition_penalty(logits, history, 1.3)
 
-    assert_penalised(got, logits, history, 1.3)
+    assert_penalised(got, logits_given, history_given, 1.3)
 
 
 @pytest.mark.clause("P13.4")
@@ -108,9 +111,12 @@ def test_any_history_matches_the_loop_oracle(data):
     logits = seeded(B, V, seed=data.draw(st.integers(0, 2**16), label="seed")) * 3
     history = ids(rows).reshape(B, T)
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
+    history_given = history.clone()
     got = drill.apply_repetition_penalty(logits, history, penalty)
 
-    assert_penalised(got, logits, history, penalty)
+    assert_penalised(got, logits_given, history_given, penalty)
 
 
 @pytest.mark.clause("P13.12")
@@ -136,9 +142,12 @@ def test_int32_history_and_half_logits_are_accepted():
     logits = seeded(2, 6, seed=4, dtype=torch.float16)
     history = ids([[1, 2], [5, 5]]).to(torch.int32)
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
+    history_given = history.clone()
     got = drill.apply_repetition_penalty(logits, history, 2.0)
 
-    assert_penalised(got, logits, history, 2.0)
+    assert_penalised(got, logits_given, history_given, 2.0)
 
 
 # ---- rejection: valid in every respect but one, before anything is written ----
@@ -178,22 +187,27 @@ def test_other_floating_dtypes_keep_their_dtype_and_shape(dtype):
     logits = (seeded(3, 7, seed=21) * 3).to(dtype)
     history = ids([[1, 1, 6], [0, 2, 3], [5, 4, 4]])
 
+    # the oracle first: the call's writes cannot reach it
+    logits_given = logits.clone()
+    history_given = history.clone()
     got = drill.apply_repetition_penalty(logits, history, 1.7)
 
-    assert_penalised(got, logits, history, 1.7)
+    assert_penalised(got, logits_given, history_given, 1.7)
 
 
 @pytest.mark.clause("P13.3")
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
 def test_history_of_another_integer_dtype_is_accepted(dtype):
     logits, history = seeded(2, 6, seed=22) * 2, ids([[1, 5, 5], [0, 3, 2]])
+    # the oracle's copy first: the call's writes cannot reach it
+    logits_given = logits.clone()
 
     try:
         got = drill.apply_repetition_penalty(logits, history.to(dtype), 1.4)
     except Exception as error:  # the clause accepts it: a rejection is this test's failure
         raise AssertionError(f"a {dtype} history was refused: {error}") from error
 
-    assert_penalised(got, logits, history, 1.4)
+    assert_penalised(got, logits_given, history, 1.4)
 
 
 @pytest.mark.clause("P13.4")

@@ -44,19 +44,23 @@ def loop_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Te
 def test_any_leading_dims_match_the_loop_oracle(leading, D, eps, seed):
     x, weight = seeded(*leading, D, seed=seed), seeded(D, seed=seed + 1)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, weight, eps)
     got = drill.rms_norm(x, weight, eps=eps)
 
     assert got.shape == x.shape and got.dtype == x.dtype
-    assert_close(got.double(), loop_rms_norm(x, weight, eps), "rms_norm vs loop oracle")
+    assert_close(got.double(), want, "rms_norm vs loop oracle")
 
 
 @pytest.mark.clause("P14.4")
 def test_eps_is_added_inside_the_square_root():
     x, weight = seeded(3, 4, seed=1) * 0.1, seeded(4, seed=2)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, weight, 0.5)
     got = drill.rms_norm(x, weight, eps=0.5)
 
-    assert_close(got.double(), loop_rms_norm(x, weight, 0.5), "rms_norm with eps = 0.5")
+    assert_close(got.double(), want, "rms_norm with eps = 0.5")
 
 
 @pytest.mark.clause("P14.4")
@@ -64,11 +68,13 @@ def test_an_all_zero_row_gives_zeros_beside_ordinary_rows():
     x = seeded(3, 5, seed=3)
     x[1] = 0.0
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, seeded(5, seed=4), 1e-6)
     got = drill.rms_norm(x, seeded(5, seed=4), eps=1e-6)
 
     assert torch.isfinite(got).all(), "an all-zero row produced a non-finite value"
     assert torch.equal(got[1], torch.zeros_like(got[1]))
-    assert_close(got.double(), loop_rms_norm(x, seeded(5, seed=4), 1e-6), "rows beside it")
+    assert_close(got.double(), want, "rows beside it")
 
 
 @pytest.mark.clause("P14.3", "P14.6")
@@ -78,11 +84,12 @@ def test_fp16_inputs_are_reduced_in_fp32_and_returned_in_fp16(scale, eps):
     x = (seeded(2, 3, 16, seed=5) * scale).to(torch.float16)
     weight = seeded(16, seed=6)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, weight, eps)
     got = drill.rms_norm(x, weight, eps=eps)
 
     assert got.dtype == torch.float16
     assert torch.isfinite(got).all(), f"fp16 inputs of size ~{scale} gave inf/nan"
-    want = loop_rms_norm(x, weight, eps)
     assert_close(got.double(), want, f"fp16 at scale {scale}", atol=1e-2, rtol=1e-2)
 
 
@@ -90,10 +97,11 @@ def test_fp16_inputs_are_reduced_in_fp32_and_returned_in_fp16(scale, eps):
 def test_bf16_inputs_return_bf16_close_to_the_oracle():
     x, weight = seeded(4, 32, seed=7).to(torch.bfloat16), seeded(32, seed=8).to(torch.bfloat16)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, weight, 1e-6)
     got = drill.rms_norm(x, weight, eps=1e-6)
 
     assert got.dtype == torch.bfloat16
-    want = loop_rms_norm(x, weight, 1e-6)
     assert_close(got.double(), want, "bf16 rms_norm", atol=3e-2, rtol=3e-2)
 
 
@@ -129,9 +137,11 @@ def test_the_module_applies_its_weight_over_any_leading_dims():
         norm.weight.copy_(seeded(5, seed=11))
     x = seeded(2, 3, 5, seed=12)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, norm.weight.detach(), 1e-3)
     got = norm(x)
 
-    assert_close(got.double(), loop_rms_norm(x, norm.weight.detach(), 1e-3), "RMSNorm(x)")
+    assert_close(got.double(), want, "RMSNorm(x)")
 
 
 @pytest.mark.clause("P14.8")
@@ -193,9 +203,11 @@ def test_the_signatures_take_the_documented_arguments():
 def test_eps_defaults_to_one_in_a_million_in_the_function():
     x, weight = seeded(3, 4, seed=32) * 1e-3, seeded(4, seed=33)  # mean square ~1e-6: eps shows
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, weight, 1e-6)
     got = drill.rms_norm(x, weight)
 
-    assert_close(got.double(), loop_rms_norm(x, weight, 1e-6), "rms_norm without eps")
+    assert_close(got.double(), want, "rms_norm without eps")
 
 
 @pytest.mark.clause("P14.5", "P14.7")
@@ -203,9 +215,11 @@ def test_eps_defaults_to_one_in_a_million_in_the_module():
     norm = drill.RMSNorm(4).to(test_device())
     x = seeded(3, 4, seed=34) * 1e-3
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, torch.ones(4), 1e-6)
     got = norm(x)
 
-    assert_close(got.double(), loop_rms_norm(x, torch.ones(4), 1e-6), "RMSNorm(4)(x)")
+    assert_close(got.double(), want, "RMSNorm(4)(x)")
 
 
 @pytest.mark.clause("P14.2", "P14.3", "P14.4")
@@ -213,20 +227,24 @@ def test_eps_defaults_to_one_in_a_million_in_the_module():
 def test_no_or_many_leading_dims_keep_their_shape(shape):
     x, weight = seeded(*shape, seed=35), seeded(6, seed=36)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, weight, 1e-5)
     got = drill.rms_norm(x, weight, eps=1e-5)
 
     assert got.shape == x.shape and got.dtype == x.dtype
-    assert_close(got.double(), loop_rms_norm(x, weight, 1e-5), f"rms_norm of {shape}")
+    assert_close(got.double(), want, f"rms_norm of {shape}")
 
 
 @pytest.mark.clause("P14.3", "P14.4")
 def test_float64_stays_float64_and_an_fp32_weight_does_not_narrow_it():
     x, weight = seeded(3, 5, seed=37, dtype=torch.float64), seeded(5, seed=38)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, weight, 1e-6)
     got = drill.rms_norm(x, weight, eps=1e-6)
 
     assert got.dtype == torch.float64
-    assert_close(got, loop_rms_norm(x, weight, 1e-6), "float64 rms_norm", atol=1e-6, rtol=1e-6)
+    assert_close(got, want, "float64 rms_norm", atol=1e-6, rtol=1e-6)
 
 
 @pytest.mark.clause("P14.4")
@@ -245,9 +263,11 @@ def test_the_module_uses_the_eps_it_was_built_with():
     norm = drill.RMSNorm(4, eps=0.5).to(test_device())
     x = seeded(3, 4, seed=40) * 0.1
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, torch.ones(4), 0.5)
     got = norm(x)
 
-    assert_close(got.double(), loop_rms_norm(x, torch.ones(4), 0.5), "RMSNorm(4, eps=0.5)")
+    assert_close(got.double(), want, "RMSNorm(4, eps=0.5)")
 
 
 @pytest.mark.clause("P14.9")
@@ -264,6 +284,8 @@ def test_a_module_of_one_channel_normalises_each_value_to_its_sign():
     norm = drill.RMSNorm(1, eps=1e-6).to(test_device())
     x = torch.tensor([[3.0], [-0.5], [0.0]], device=test_device())
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rms_norm(x, torch.ones(1), 1e-6)
     got = norm(x)
 
-    assert_close(got.double(), loop_rms_norm(x, torch.ones(1), 1e-6), "RMSNorm(1)(x)")
+    assert_close(got.double(), want, "RMSNorm(1)(x)")

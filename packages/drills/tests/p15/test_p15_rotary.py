@@ -72,33 +72,41 @@ def test_any_small_shape_matches_the_loop_oracle(data):
     seed = data.draw(st.integers(0, 2**16), label="seed")
     q, k = seeded(B, Hq, T, D, seed=seed), seeded(B, Hkv, T, D, seed=seed + 1)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rotary(q, positions, 10000.0)
+    want_2 = loop_rotary(k, positions, 10000.0)
     got_q, got_k = rotate(q, k, positions)
 
-    assert_close(got_q.double(), loop_rotary(q, positions, 10000.0), "q vs loop oracle")
-    assert_close(got_k.double(), loop_rotary(k, positions, 10000.0), "k vs loop oracle")
+    assert_close(got_q.double(), want, "q vs loop oracle")
+    assert_close(got_k.double(), want_2, "k vs loop oracle")
 
 
 @pytest.mark.clause("P15.4")
 def test_position_zero_is_the_identity():
     q, k = seeded(2, 2, 3, 8, seed=1), seeded(2, 1, 3, 8, seed=2)
 
+    # the oracle first: the call's writes cannot reach it
+    q_given = q.clone()
+    k_given = k.clone()
     got_q, got_k = rotate(q, k, long([0, 0, 0]))
 
-    assert_close(got_q, q, "q at position 0")
-    assert_close(got_k, k, "k at position 0")
+    assert_close(got_q, q_given, "q at position 0")
+    assert_close(got_k, k_given, "k at position 0")
 
 
 @pytest.mark.clause("P15.4")
 def test_each_channel_pair_keeps_its_norm():
     q, k = seeded(1, 2, 4, 8, seed=3), seeded(1, 2, 4, 8, seed=4)
 
+    # the oracle first: the call's writes cannot reach it
+    q_given = q.clone()
     got_q, _ = rotate(q, k, long([3, 17, 250, 4000]))
 
     def pair_norms(x):
         first, second = x.double().chunk(2, dim=-1)
         return (first.square() + second.square()).sqrt()
 
-    assert_close(pair_norms(got_q), pair_norms(q), "norm of each (i, i + D/2) pair")
+    assert_close(pair_norms(got_q), pair_norms(q_given), "norm of each (i, i + D/2) pair")
 
 
 @pytest.mark.clause("P15.4")
@@ -145,10 +153,13 @@ def test_theta_sets_the_frequencies():
     q, k = seeded(1, 2, 3, 8, seed=11), seeded(1, 2, 3, 8, seed=12)
     positions = long([1, 5, 30])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rotary(q, positions, 500.0)
+    want_2 = loop_rotary(k, positions, 500.0)
     got_q, got_k = rotate(q, k, positions, theta=500.0)
 
-    assert_close(got_q.double(), loop_rotary(q, positions, 500.0), "q with theta = 500")
-    assert_close(got_k.double(), loop_rotary(k, positions, 500.0), "k with theta = 500")
+    assert_close(got_q.double(), want, "q with theta = 500")
+    assert_close(got_k.double(), want_2, "k with theta = 500")
 
 
 @pytest.mark.clause("P15.3", "P15.7")
@@ -206,10 +217,13 @@ def test_grouped_heads_match_the_loop_oracle_at_the_default_theta():
     q, k = seeded(2, 4, 3, 8, seed=30), seeded(2, 2, 3, 8, seed=31)
     positions = long([[3, 9, 27], [0, 100, 2000]])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rotary(q, positions, 10000.0)
+    want_2 = loop_rotary(k, positions, 10000.0)
     got_q, got_k = rotate(q, k, positions)
 
-    assert_close(got_q.double(), loop_rotary(q, positions, 10000.0), "q, theta 10000")
-    assert_close(got_k.double(), loop_rotary(k, positions, 10000.0), "k, theta 10000")
+    assert_close(got_q.double(), want, "q, theta 10000")
+    assert_close(got_k.double(), want_2, "k, theta 10000")
 
 
 @pytest.mark.clause("P15.5")
@@ -217,9 +231,11 @@ def test_a_small_theta_differs_from_the_default():
     q, k = seeded(1, 1, 2, 8, seed=32), seeded(1, 1, 2, 8, seed=33)
     positions = long([7, 11])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rotary(q, positions, 100.0)
     got_q, _ = rotate(q, k, positions, theta=100.0)
 
-    assert_close(got_q.double(), loop_rotary(q, positions, 100.0), "q with theta = 100")
+    assert_close(got_q.double(), want, "q with theta = 100")
 
 
 @pytest.mark.clause("P15.3", "P15.4")
@@ -228,10 +244,12 @@ def test_float64_and_mixed_dtypes_keep_their_own_dtype():
     k = seeded(1, 1, 3, 6, seed=35, dtype=torch.float16)
     positions = long([1, 2, 40])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rotary(q, positions, 10000.0)
+    want_k = loop_rotary(k, positions, 10000.0)
     got_q, got_k = rotate(q, k, positions)
 
-    assert_close(got_q, loop_rotary(q, positions, 10000.0), "fp64 q")  # fp32 inside accepted
-    want_k = loop_rotary(k, positions, 10000.0)
+    assert_close(got_q, want, "fp64 q")  # fp32 inside accepted
     assert_close(got_k.double(), want_k, "fp16 k", atol=1e-2, rtol=1e-2)
 
 
@@ -241,12 +259,14 @@ def test_positions_of_another_integer_dtype_are_accepted(dtype):
     q, k = seeded(2, 2, 3, 4, seed=36), seeded(2, 1, 3, 4, seed=37)
     positions = long([[0, 5, 9], [3, 4, 120]])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_rotary(q, positions, 10000.0)
     try:
         got_q, _ = rotate(q, k, positions.to(dtype))
     except Exception as error:  # the clause accepts it: a rejection is this test's failure
         raise AssertionError(f"{dtype} positions were refused: {error}") from error
 
-    assert_close(got_q.double(), loop_rotary(q, positions, 10000.0), f"{dtype} positions")
+    assert_close(got_q.double(), want, f"{dtype} positions")
 
 
 @pytest.mark.clause("P15.13")

@@ -36,10 +36,12 @@ def some_allowed(*shape: int, seed: int) -> torch.Tensor:
 def test_unmasked_attention_equals_sdpa(L, S):
     q, k, v = qkv(2, 3, 3, L, S, 8, seed=1)
 
+    # the oracle first: the call's writes cannot reach it
+    want = F.scaled_dot_product_attention(q, k, v)
     got = drill.reference_attention(q, k, v)
 
     assert got.shape == (2, 3, L, 8)
-    assert_close(got, F.scaled_dot_product_attention(q, k, v), f"L={L}, S={S} vs SDPA")
+    assert_close(got, want, f"L={L}, S={S} vs SDPA")
 
 
 @pytest.mark.clause("P18.4")
@@ -56,9 +58,10 @@ def test_each_query_spreads_weights_summing_to_one_over_the_keys():
 def test_default_scale_is_one_over_sqrt_head_dim():
     q, k, v = qkv(1, 2, 2, 4, 4, 16, seed=7)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q, k, v, torch.ones(1, 1, 4, 4, dtype=torch.bool))
     got = drill.reference_attention(q, k, v)
 
-    want = loop_attention(q, k, v, torch.ones(1, 1, 4, 4, dtype=torch.bool))
     assert_close(got.double(), want, "default scale vs 1/sqrt(16) loop oracle")
 
 
@@ -66,9 +69,11 @@ def test_default_scale_is_one_over_sqrt_head_dim():
 def test_an_explicit_scale_replaces_the_default():
     q, k, v = qkv(2, 2, 2, 3, 5, 8, seed=10)
 
+    # the oracle first: the call's writes cannot reach it
+    want = F.scaled_dot_product_attention(q, k, v, scale=0.7)
     got = drill.reference_attention(q, k, v, scale=0.7)
 
-    assert_close(got, F.scaled_dot_product_attention(q, k, v, scale=0.7), "scale=0.7 vs SDPA")
+    assert_close(got, want, "scale=0.7 vs SDPA")
 
 
 @pytest.mark.clause("P18.5")
@@ -77,9 +82,10 @@ def test_an_explicit_scale_with_a_mask_matches_the_loop_oracle():
     q, k, v = qkv(2, 4, 2, 3, 5, 4, seed=11)
     allowed = some_allowed(2, 1, 3, 5, seed=12)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q * 1.9 * 2.0, k, v, allowed)
     got = drill.reference_attention(q, k, v, allowed, scale=1.9)
 
-    want = loop_attention(q * 1.9 * 2.0, k, v, allowed)
     assert_close(got.double(), want, "scale=1.9 with a mask vs loop oracle")
 
 
@@ -87,20 +93,23 @@ def test_an_explicit_scale_with_a_mask_matches_the_loop_oracle():
 def test_causal_attention_equals_sdpa_is_causal():
     q, k, v = qkv(2, 2, 2, 6, 6, 4, seed=13)
 
+    # the oracle first: the call's writes cannot reach it
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     got = drill.reference_attention(q, k, v, is_causal=True)
 
-    want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert_close(got, want, "is_causal vs SDPA")
 
 
 @pytest.mark.clause("P18.6")
 def test_causal_grouped_attention_matches_the_loop_oracle():
     q, k, v = qkv(2, 4, 2, 5, 5, 4, seed=14)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q, k, v, causal)
     got = drill.reference_attention(q, k, v, is_causal=True)
 
-    causal = torch.ones(5, 5, dtype=torch.bool).tril()
-    assert_close(got.double(), loop_attention(q, k, v, causal), "is_causal vs loop oracle")
+    assert_close(got.double(), want, "is_causal vs loop oracle")
 
 
 @pytest.mark.clause("P18.7")
@@ -108,9 +117,10 @@ def test_a_boolean_mask_means_true_may_attend():
     q, k, v = qkv(2, 2, 2, 4, 6, 4, seed=16)
     allowed = some_allowed(2, 1, 4, 6, seed=19)
 
+    # the oracle first: the call's writes cannot reach it
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
     got = drill.reference_attention(q, k, v, allowed)
 
-    want = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
     assert_close(got, want, "boolean mask vs SDPA")
 
 
@@ -119,9 +129,10 @@ def test_a_float_mask_is_added_to_the_scores():
     q, k, v = qkv(2, 2, 2, 3, 5, 4, seed=20)
     bias = seeded(2, 1, 3, 5, seed=23) * 2
 
+    # the oracle first: the call's writes cannot reach it
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
     got = drill.reference_attention(q, k, v, bias)
 
-    want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
     assert_close(got, want, "additive float mask vs SDPA")
 
 
@@ -130,9 +141,11 @@ def test_a_two_dimensional_mask_broadcasts_over_batch_and_heads():
     q, k, v = qkv(2, 2, 2, 4, 4, 4, seed=24)
     allowed = some_allowed(4, 4, seed=27)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q, k, v, allowed)
     got = drill.reference_attention(q, k, v, allowed)
 
-    assert_close(got.double(), loop_attention(q, k, v, allowed), "[L, S] mask vs loop oracle")
+    assert_close(got.double(), want, "[L, S] mask vs loop oracle")
 
 
 @pytest.mark.clause("P18.8")
@@ -140,9 +153,12 @@ def test_a_two_dimensional_mask_broadcasts_over_batch_and_heads():
 def test_grouped_query_heads_read_their_own_kv_head(group):
     q, k, v = qkv(2, 2 * group, 2, 3, 5, 4, seed=28)
 
+    # the oracle first: the call's writes cannot reach it
+    k_given = k.clone()
+    v_given = v.clone()
     got = drill.reference_attention(q, k, v)
 
-    repeated = (k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1))
+    repeated = (k_given.repeat_interleave(group, dim=1), v_given.repeat_interleave(group, dim=1))
     want = F.scaled_dot_product_attention(q, *repeated)
     assert_close(got, want, f"GQA group {group} vs repeat_interleave + SDPA")
 
@@ -161,10 +177,12 @@ def test_any_small_shape_and_mask_matches_the_loop_oracle(data):
     q, k, v = qkv(B, Hkv * group, Hkv, L, S, D, seed=seed)
     allowed = some_allowed(B, 1, L, S, seed=seed + 3)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q, k, v, allowed)
     got = drill.reference_attention(q, k, v, allowed)
 
     assert got.shape == (B, Hkv * group, L, D)
-    assert_close(got.double(), loop_attention(q, k, v, allowed), "attention vs loop oracle")
+    assert_close(got.double(), want, "attention vs loop oracle")
 
 
 @pytest.mark.clause("P18.10")
@@ -221,10 +239,13 @@ def test_values_with_another_head_dim_give_outputs_of_that_head_dim():
     v = seeded(2, 2, 5, 6, seed=52)
     allowed = some_allowed(2, 1, 3, 5, seed=53)
 
+    # the oracle first: the call's writes cannot reach it
+    k_given = k.clone()
+    v_given = v.clone()
     got = drill.reference_attention(q, k, v, allowed)
 
     assert tuple(got.shape) == (2, 4, 3, 6), f"Dv = 6 gave {tuple(got.shape)}"
-    repeated = (k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1))
+    repeated = (k_given.repeat_interleave(2, dim=1), v_given.repeat_interleave(2, dim=1))
     want = F.scaled_dot_product_attention(q, *repeated, attn_mask=allowed)
     assert_close(got, want, "Dv != D vs repeat_interleave + SDPA")
 
@@ -234,10 +255,12 @@ def test_values_with_another_head_dim_give_outputs_of_that_head_dim():
 def test_the_output_has_the_querys_dtype(dtype):
     q, k, v = (t.to(dtype) for t in qkv(2, 2, 1, 3, 4, 4, seed=54))
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool))
     got = drill.reference_attention(q, k, v)
 
     assert got.dtype == dtype, f"{dtype} inputs returned {got.dtype}"
-    assert_close(got.double(), loop_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool)), "out")
+    assert_close(got.double(), want, "out")
 
 
 @pytest.mark.clause("P18.9")
@@ -250,9 +273,10 @@ def test_float16_scores_past_its_range_are_computed_in_float32(masked):
     v = v.half()
     allowed = some_allowed(3, 4, seed=56) if masked else torch.ones(3, 4, dtype=torch.bool)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q.double(), k.double(), v.double(), allowed)
     got = drill.reference_attention(q, k, v, allowed if masked else None)
 
-    want = loop_attention(q.double(), k.double(), v.double(), allowed)
     assert got.dtype == torch.float16, f"float16 inputs returned {got.dtype}"
     assert torch.isfinite(got).all(), "float16 scores overflowed (not computed in float32)"
     assert_close(got.double(), want, "float16 attention with large scores", atol=2e-2, rtol=2e-2)

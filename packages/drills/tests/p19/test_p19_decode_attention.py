@@ -79,9 +79,10 @@ def test_mixed_lengths_match_a_loop_oracle_row_by_row():
     k, v = seeded(3, 2, 7, 4, seed=10), seeded(3, 2, 7, 4, seed=11)
     lengths = long([7, 3, 5])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q, k, v, valid_slots(lengths, 7))
     got = decode(q, k, v, lengths)
 
-    want = loop_attention(q, k, v, valid_slots(lengths, 7))
     assert_close(got.double(), want, "mixed-length decode vs loop oracle")
 
 
@@ -92,10 +93,11 @@ def test_grouped_query_heads_read_their_own_kv_head():
     k, v = seeded(1, 2, 5, 4, seed=13), seeded(1, 2, 5, 4, seed=14)
     lengths = long([4])
 
-    got = decode(q, k, v, lengths)
-
+    # the oracle first: the call's writes cannot reach it
     repeated = (k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1))
     want = loop_attention(q, *repeated, valid_slots(lengths, 5))
+    got = decode(q, k, v, lengths)
+
     assert_close(got.double(), want, "Hq > Hkv decode vs repeat_interleave oracle")
 
 
@@ -113,10 +115,11 @@ def test_any_small_shape_matches_the_loop_oracle(data):
     q = seeded(B, Hkv * group, 1, D, seed=seed)
     k, v = seeded(B, Hkv, S, D, seed=seed + 1), seeded(B, Hkv, S, D, seed=seed + 2)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_attention(q, k, v, valid_slots(lengths, S))
     got = decode(q, k, v, lengths)
 
     assert got.shape == (B, Hkv * group, 1, D)
-    want = loop_attention(q, k, v, valid_slots(lengths, S))
     assert_close(got.double(), want, "decode vs loop oracle")
 
 
@@ -124,9 +127,10 @@ def test_any_small_shape_matches_the_loop_oracle(data):
 def test_batch_of_one_with_one_valid_slot_returns_that_slots_value():
     q, k, v = seeded(1, 2, 1, 3, seed=15), seeded(1, 2, 4, 3, seed=16), seeded(1, 2, 4, 3, seed=17)
 
+    want = v[:, :, :1].clone()  # before the call: the call's writes cannot reach it
     got = decode(q, k, v, long([1]))
 
-    assert_close(got, v[:, :, :1], "attention over a single valid slot")
+    assert_close(got, want, "attention over a single valid slot")
 
 
 @pytest.mark.clause("P19.13", "P19.14")

@@ -43,9 +43,13 @@ def test_positions_crossing_a_block_edge_read_the_next_physical_block():
     table = long([[2, 0, 3]])
     positions = long([[1, 2, 3, 4]])  # last of block 2, both of block 0, first of block 3
 
+    # the oracle first: the call's writes cannot reach it
+    cache_given = cache.clone()
     got = lookup(cache, table, positions)
 
-    want = torch.stack([cache[2, 1], cache[0, 0], cache[0, 1], cache[3, 0]])[None]
+    want = torch.stack(
+        [cache_given[2, 1], cache_given[0, 0], cache_given[0, 1], cache_given[3, 0]]
+    )[None]
     assert torch.equal(got, want), "tokens across a block edge came from the wrong slots"
 
 
@@ -55,9 +59,11 @@ def test_shuffled_physical_blocks_match_the_loop_gather():
     table = long([[5, 1, 3], [0, 4, 2]])
     positions = long([[0, 4, 8, 3], [7, 2, 6, 1]])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_gather(cache, table, positions)
     got = lookup(cache, table, positions)
 
-    assert torch.equal(got, loop_gather(cache, table, positions)), "gather vs loop oracle"
+    assert torch.equal(got, want), "gather vs loop oracle"
 
 
 @pytest.mark.clause("P21.4")
@@ -66,10 +72,12 @@ def test_rows_sharing_a_physical_block_read_the_same_tokens():
     table = long([[4, 1], [4, 2]])  # both rows' first block is physical block 4
     positions = long([[0, 1, 2], [0, 1, 3]])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_gather(cache, table, positions)
     got = lookup(cache, table, positions)
 
     assert torch.equal(got[0, :2], got[1, :2]), "a shared block read differently per row"
-    assert torch.equal(got, loop_gather(cache, table, positions)), "gather vs loop oracle"
+    assert torch.equal(got, want), "gather vs loop oracle"
 
 
 @pytest.mark.clause("P21.4")
@@ -77,9 +85,11 @@ def test_one_block_used_twice_in_a_row_reads_it_twice():
     cache = seeded(3, 2, 1, 2, seed=4)
     table = long([[1, 1]])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_gather(cache, table, long([[0, 2, 3, 1]]))
     got = lookup(cache, table, long([[0, 2, 3, 1]]))
 
-    assert torch.equal(got, loop_gather(cache, table, long([[0, 2, 3, 1]])))
+    assert torch.equal(got, want)
 
 
 @pytest.mark.clause("P21.2", "P21.4")
@@ -98,9 +108,11 @@ def test_any_table_and_positions_match_the_loop_gather(data):
     table_t = long(table)
     positions_t = torch.tensor(positions, dtype=torch.long, device=test_device()).reshape(B, T)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_gather(cache, table_t, positions_t)
     got = lookup(cache, table_t, positions_t)
 
-    assert torch.equal(got, loop_gather(cache, table_t, positions_t)), "gather vs loop oracle"
+    assert torch.equal(got, want), "gather vs loop oracle"
 
 
 @pytest.mark.clause("P21.5")
@@ -137,9 +149,11 @@ def test_half_precision_cache_returns_its_own_dtype_exactly():
     cache = seeded(3, 2, 2, 2, seed=7, dtype=torch.bfloat16)
     table, positions = long([[2, 0]]), long([[3, 0, 2]])
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_gather(cache, table, positions)
     got = lookup(cache, table, positions)
 
-    assert got.dtype == torch.bfloat16 and torch.equal(got, loop_gather(cache, table, positions))
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want)
 
 
 # ---- invalid table entries and empty or int32 tables: valid_call varied on row 1 ----
@@ -213,7 +227,9 @@ def test_no_positions_give_an_empty_result_from_a_positional_call():
 def test_int32_tables_give_the_same_float32_gather():
     call = valid_call()
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_gather(call["cache"], call["block_table"], call["positions"])
     got = lookup(call["cache"], call["block_table"].int(), call["positions"].int())
 
     assert got.dtype == torch.float32, f"a float32 cache gave {got.dtype}"
-    assert torch.equal(got, loop_gather(call["cache"], call["block_table"], call["positions"]))
+    assert torch.equal(got, want)

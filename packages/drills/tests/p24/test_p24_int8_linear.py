@@ -49,19 +49,23 @@ def test_fp32_output_equals_the_dequantized_float_layer():
         seeded(5, seed=4),
     )
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_linear(x, weight, scales, bias)
     got = drill.int8_linear(x, weight, scales, bias)
 
     assert got.shape == (3, 5) and got.dtype == torch.float32, f"{got.dtype} {tuple(got.shape)}"
-    assert_close(got.double(), loop_linear(x, weight, scales, bias), "int8 linear vs loop oracle")
+    assert_close(got.double(), want, "int8 linear vs loop oracle")
 
 
 @pytest.mark.clause("P24.4")
 def test_without_a_bias_nothing_is_added():
     x, weight, scales = seeded(2, 6, seed=5), int8(4, 6, seed=6), scales_for(4, 7)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_linear(x, weight, scales)
     got = drill.int8_linear(x, weight, scales)
 
-    assert_close(got.double(), loop_linear(x, weight, scales), "bias-free int8 linear")
+    assert_close(got.double(), want, "bias-free int8 linear")
 
 
 @pytest.mark.clause("P24.4")
@@ -95,11 +99,12 @@ def test_half_precision_products_are_accumulated_wider_than_half(with_bias):
     scales = torch.tensor([1e-3, 2e-3, 5e-4], device=test_device())
     bias = seeded(3, seed=11) if with_bias else None
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_linear(x.half(), weight, scales, bias.half() if with_bias else None)
     got = drill.int8_linear(x.half(), weight, scales, bias.half() if with_bias else None)
 
     assert got.dtype == torch.float16, f"fp16 x returned {got.dtype}"
     assert bool(torch.isfinite(got).all()), f"fp16 output overflowed: {got.tolist()}"
-    want = loop_linear(x.half(), weight, scales, bias.half() if with_bias else None)
     assert_close(got.double(), want, "fp16 int8 linear", atol=1e-2, rtol=2e-3)
 
 
@@ -111,12 +116,12 @@ def test_bfloat16_input_returns_bfloat16_close_to_the_float_layer():
         scales_for(4, 14),
     )
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_linear(x, weight, scales)
     got = drill.int8_linear(x, weight, scales)
 
     assert got.dtype == torch.bfloat16, f"bf16 x returned {got.dtype}"
-    assert_close(
-        got.double(), loop_linear(x, weight, scales), "bf16 int8 linear", atol=5e-2, rtol=2e-2
-    )
+    assert_close(got.double(), want, "bf16 int8 linear", atol=5e-2, rtol=2e-2)
 
 
 @pytest.mark.clause("P24.2", "P24.4")
@@ -129,10 +134,12 @@ def test_any_small_layer_matches_the_loop_oracle(M, In, Out, with_bias, seed):
     x, weight, scales = seeded(M, In, seed=seed), int8(Out, In, seed + 1), scales_for(Out, seed + 2)
     bias = seeded(Out, seed=seed + 3) if with_bias else None
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_linear(x, weight, scales, bias)
     got = drill.int8_linear(x, weight, scales, bias)
 
     assert got.shape == (M, Out)
-    assert_close(got.double(), loop_linear(x, weight, scales, bias), "int8 linear vs loop oracle")
+    assert_close(got.double(), want, "int8 linear vs loop oracle")
 
 
 @pytest.mark.clause("P24.9")
@@ -158,9 +165,11 @@ def valid_call() -> dict:
 @pytest.mark.clause("P24.1", "P24.2")
 def test_a_positional_call_without_a_bias_gives_m_by_o():
     call = valid_call()
+    # the oracle first: the call's writes cannot reach it
+    want = loop_linear(call["x"], call["weight"], call["scales"])
     try:
         got = drill.int8_linear(call["x"], call["weight"], call["scales"])
     except TypeError as error:  # a signature mismatch
         raise AssertionError(f"int8_linear(x, weight, scales): {error}") from error
     assert tuple(got.shape) == (2, 3), f"[2, 4] x [3, 4] gave {tuple(got.shape)}"
-    assert_close(got.double(), loop_linear(call["x"], call["weight"], call["scales"]), "no bias")
+    assert_close(got.double(), want, "no bias")

@@ -57,9 +57,11 @@ def test_each_requests_rows_fill_its_own_placeholders_in_order():
     input_ids = ids([[1, IMAGE, IMAGE, IMAGE, 2], [3, 4, IMAGE, 5, 6]])
     embeds, rows = seeded(2, 5, 4, seed=1), encoder_rows([3, 1], 4, seed=2)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_merge(input_ids, embeds, rows)
     got = merge(input_ids, embeds, rows)
 
-    assert torch.equal(got, loop_merge(input_ids, embeds, rows)), "merge vs loop oracle"
+    assert torch.equal(got, want), "merge vs loop oracle"
 
 
 @pytest.mark.contract
@@ -67,11 +69,13 @@ def test_each_requests_rows_fill_its_own_placeholders_in_order():
 def test_two_images_in_one_prompt_fill_separate_runs_in_order():
     input_ids = ids([[IMAGE, IMAGE, 7, 8, IMAGE, IMAGE, IMAGE, 2]])
     embeds, rows = seeded(1, 8, 3, seed=3), encoder_rows([5], 3, seed=4)
+    # the oracle's copies first: the call's writes cannot reach them
+    embeds_given, rows_given = embeds.clone(), [row.clone() for row in rows]
 
     got = merge(input_ids, embeds, rows)
 
-    assert torch.equal(got[0, [0, 1, 4, 5, 6]], rows[0]), "encoder rows out of order"
-    assert torch.equal(got[0, [2, 3, 7]], embeds[0, [2, 3, 7]]), "a text token changed"
+    assert torch.equal(got[0, [0, 1, 4, 5, 6]], rows_given[0]), "encoder rows out of order"
+    assert torch.equal(got[0, [2, 3, 7]], embeds_given[0, [2, 3, 7]]), "a text token changed"
 
 
 @pytest.mark.contract
@@ -80,9 +84,11 @@ def test_a_text_only_request_beside_an_image_request_keeps_its_text():
     input_ids = ids([[1, 2, 3, 4], [IMAGE, IMAGE, 5, 6]])
     embeds, rows = seeded(2, 4, 3, seed=5), encoder_rows([0, 2], 3, seed=6)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_merge(input_ids, embeds, rows)
     got = merge(input_ids, embeds, rows)
 
-    assert torch.equal(got, loop_merge(input_ids, embeds, rows))
+    assert torch.equal(got, want)
 
 
 @pytest.mark.contract
@@ -111,10 +117,12 @@ def test_encoder_rows_of_another_float_dtype_take_the_text_dtype():
     embeds = seeded(2, 2, 3, seed=9, dtype=torch.bfloat16)
     rows = encoder_rows([1, 1], 3, seed=10)  # fp32 from the encoder
 
+    # the oracle first: the call's writes cannot reach it
+    rows_given = [row.clone() for row in rows]
     got = merge(input_ids, embeds, rows)
 
-    assert torch.equal(got[0, 0], rows[0][0].to(torch.bfloat16))
-    assert torch.equal(got[1, 1], rows[1][0].to(torch.bfloat16))
+    assert torch.equal(got[0, 0], rows_given[0][0].to(torch.bfloat16))
+    assert torch.equal(got[1, 1], rows_given[1][0].to(torch.bfloat16))
 
 
 @pytest.mark.contract
@@ -141,9 +149,11 @@ def test_any_batch_of_prompts_matches_the_loop_oracle(data):
     input_ids, embeds = ids(rows_ids), seeded(B, T, C, seed=seed)
     rows = encoder_rows([row.count(IMAGE) for row in rows_ids], C, seed=seed + 1)
 
+    # the oracle first: the call's writes cannot reach it
+    want = loop_merge(input_ids, embeds, rows)
     got = merge(input_ids, embeds, rows)
 
-    assert torch.equal(got, loop_merge(input_ids, embeds, rows)), "merge vs loop oracle"
+    assert torch.equal(got, want), "merge vs loop oracle"
 
 
 # ---- rejection: valid in every respect but one ----
@@ -206,9 +216,12 @@ def test_the_result_has_the_text_dtype_whatever_the_encoder_gives(text, encoder)
     input_ids = ids([[1, IMAGE, 2], [IMAGE, 3, IMAGE]])
     embeds = seeded(2, 3, 4, seed=36, dtype=text)
     rows = [r.to(encoder) for r in encoder_rows([1, 2], 4, seed=37)]
+    # the oracle first: the call's writes cannot reach it
+    input_ids_given = input_ids.clone()
+    embeds_given = embeds.clone()
     got = merge(input_ids, embeds, rows)
     assert tuple(got.shape) == (2, 3, 4) and got.dtype == text, f"{got.dtype} {tuple(got.shape)}"
-    want = loop_merge(input_ids, embeds, [r.to(text) for r in rows])
+    want = loop_merge(input_ids_given, embeds_given, [r.to(text) for r in rows])
     assert torch.equal(got, want), "merge vs loop oracle in the text dtype"
 
 
@@ -281,5 +294,6 @@ def test_the_reference_rejects_inputs_the_contract_leaves_undefined(case, argume
 def test_a_text_only_request_of_one_comes_back_equal(rows):
     input_ids, embeds = ids([[5, 6, 7, 8]]), seeded(1, 4, 2, seed=42, dtype=torch.float64)
     rows = None if rows is None else [embeds.new_zeros(0, 2)]
+    embeds_given = embeds.clone()  # before the call: the call's writes cannot reach it
     got = merge(input_ids, embeds, rows)
-    assert torch.equal(got, embeds), "a text-only request changed"
+    assert torch.equal(got, embeds_given), "a text-only request changed"

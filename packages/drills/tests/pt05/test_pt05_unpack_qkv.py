@@ -34,9 +34,11 @@ def loop_unpack(packed: torch.Tensor, Hq: int, Hkv: int, D: int):
 
 
 def check(packed: torch.Tensor, Hq: int, Hkv: int, D: int, what: str):
+    # the oracle first: the call's writes cannot reach it
+    expected = loop_unpack(packed, Hq, Hkv, D)
     got = drill.unpack_qkv(packed, Hq, Hkv, D)
     assert isinstance(got, tuple) and len(got) == 3, f"{what}: want the tuple (Q, K, V)"
-    for name, tensor, want in zip("QKV", got, loop_unpack(packed, Hq, Hkv, D), strict=True):
+    for name, tensor, want in zip("QKV", got, expected, strict=True):
         assert tensor.shape == want.shape, (
             f"{what}: {name} {tuple(tensor.shape)}, want {tuple(want.shape)}"
         )

@@ -39,6 +39,8 @@ def row_oracle(row: list[float]) -> float:
 
 
 def check(x: torch.Tensor, what: str) -> tuple[torch.Tensor, torch.Tensor]:
+    # the oracle first: the call's writes cannot reach it
+    x_given = x.clone()
     q, scales = quantize(x)
     lead = tuple(x.shape[:-1])
     assert tuple(q.shape) == tuple(x.shape), f"{what}: q {tuple(q.shape)}"
@@ -49,7 +51,7 @@ def check(x: torch.Tensor, what: str) -> tuple[torch.Tensor, torch.Tensor]:
     assert q.device == x.device and scales.device == x.device
     assert int(q.min()) >= -127 if q.numel() else True, f"{what}: -128 used"
     assert bool((scales > 0).all()), f"{what}: a scale is not positive: {scales.flatten().tolist()}"
-    wide = x.float().reshape(-1, x.shape[-1])
+    wide = x_given.float().reshape(-1, x.shape[-1])
     flat_q, flat_s = q.reshape(-1, x.shape[-1]), scales.reshape(-1)
     for n, row in enumerate(wide.tolist()):
         want = row_oracle(row)
@@ -91,6 +93,8 @@ def test_leading_dims_are_kept(shape):
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_the_dequant_ref_is_q_times_the_rows_scale(dtype):
     x = seeded(2, 3, 4, seed=4).to(dtype)
+    # the oracle first: the call's writes cannot reach it
+    x_given = x.clone()
     q, scales = quantize(x)
 
     got = drill.dequantize_per_token(q, scales)
@@ -98,17 +102,21 @@ def test_the_dequant_ref_is_q_times_the_rows_scale(dtype):
     assert got.dtype == torch.float32 and tuple(got.shape) == (2, 3, 4)
     assert torch.equal(got, q.float() * scales), "dequant is not q * scale"
     bound = 0.5 * scales * (1 + 1e-5)
-    assert bool(((got - x.float()).abs() <= bound).all()), "dequant is off by over half a scale"
+    assert bool(((got - x_given.float()).abs() <= bound).all()), (
+        "dequant is off by over half a scale"
+    )
 
 
 @pytest.mark.clause("PT11.6")
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_an_all_zero_row_gets_a_positive_scale_and_zeros(dtype):
     x = tensor([[0.5, -1.0, 2.0], [0.0, 0.0, 0.0], [0.0, -0.0, 0.0], [3.0, 0.0, 0.0]], dtype)
+    # the oracle first: the call's writes cannot reach it
+    x_given = x.clone()
     q, scales = check(x, "zero rows 1 and 2")
     assert scales[1].item() == 1.0 and scales[2].item() == 1.0, scales.flatten().tolist()
     assert not q[1:3].any(), "a zero row quantized to nonzero values"
-    assert torch.equal(drill.dequantize_per_token(q, scales)[1:3], x[1:3].float())
+    assert torch.equal(drill.dequantize_per_token(q, scales)[1:3], x_given[1:3].float())
 
 
 @pytest.mark.clause("PT11.7")
@@ -124,8 +132,10 @@ def test_noncontiguous_rows_quantize_by_their_logical_layout(layout):
     }
     x = views[layout]
     assert not x.is_contiguous()
+    # the oracle first: the call's writes cannot reach it
+    x_given = x.clone()
     q, scales = check(x, layout)
-    q_copy, scales_copy = quantize(x.contiguous())
+    q_copy, scales_copy = quantize(x_given.contiguous())
     assert torch.equal(q, q_copy) and torch.equal(scales, scales_copy), f"{layout} vs its copy"
 
 

@@ -47,8 +47,9 @@ def loop_logprobs(logits: torch.Tensor, targets: list[list[int]], valid: list[li
 def check(logits, targets, valid, what: str, *, atol: float = 1e-5) -> tuple:
     """Compare with the float64 oracle; fp32 results; masked positions exactly 0."""
     B, T = logits.shape[0], logits.shape[1]
-    got_token, got_sums = drill.sequence_logprobs(logits, ids(targets, T), mask(valid, T))
+    # the oracle first: the call's writes cannot reach it
     want_token, want_sums = loop_logprobs(logits, targets, valid)
+    got_token, got_sums = drill.sequence_logprobs(logits, ids(targets, T), mask(valid, T))
     assert tuple(got_token.shape) == (B, T), f"{what}: token shape {tuple(got_token.shape)}"
     assert tuple(got_sums.shape) == (B,), f"{what}: sums shape {tuple(got_sums.shape)}"
     torch.testing.assert_close(

@@ -54,8 +54,9 @@ def oracle(q, k, v, qpos, kpos, valid, window: float) -> torch.Tensor:
 
 def check(q, k, v, qpos, kpos, valid, window, what, rows=None) -> torch.Tensor:
     """Candidate vs oracle on the queries listed in rows ((b, i) pairs; all when None)."""
-    got = drill.sliding_window_attention(q, k, v, ints(qpos), ints(kpos), flags(valid), window)
+    # the oracle first: the call's writes cannot reach it
     want = oracle(q, k, v, qpos, kpos, valid, window)
+    got = drill.sliding_window_attention(q, k, v, ints(qpos), ints(kpos), flags(valid), window)
     assert tuple(got.shape) == tuple(q.shape), f"{what}: shape {tuple(got.shape)}"
     picked = rows or [(b, i) for b in range(q.shape[0]) for i in range(q.shape[2])]
     for b, i in picked:
@@ -77,8 +78,9 @@ def prefill(B: int, Hq: int, Hkv: int, T: int, D: int, seed: int):
 @pytest.mark.parametrize("window", [6, 7, 100])
 def test_a_window_covering_the_sequence_is_full_causal_attention(window):
     q, k, v, qpos, kpos, valid = prefill(2, 2, 2, 6, 4, seed=1)
-    got = check(q, k, v, qpos, kpos, valid, window, f"window {window}")
+    # the oracle first: the call's writes cannot reach it
     full = oracle(q, k, v, qpos, kpos, valid, math.inf)
+    got = check(q, k, v, qpos, kpos, valid, window, f"window {window}")
     torch.testing.assert_close(got.double().cpu(), full, rtol=1e-5, atol=1e-5)
 
 
@@ -100,9 +102,12 @@ def test_window_one_returns_each_querys_own_value():
 @pytest.mark.parametrize(("start", "window"), [(5, 3), (2, 4), (7, 2)])
 def test_a_chunk_of_queries_after_a_cache_equals_those_rows_of_the_prefill(start, window):
     q, k, v, qpos, kpos, valid = prefill(2, 2, 2, 8, 4, seed=4)
+    # copies first: the first call's writes cannot reach the chunk's check
+    q_given, k_given, v_given = q.clone(), k.clone(), v.clone()
     whole = drill.sliding_window_attention(q, k, v, ints(qpos), ints(kpos), flags(valid), window)
     chunk_pos = [list(range(start, 8)) for _ in range(2)]
-    got = check(q[:, :, start:], k, v, chunk_pos, kpos, valid, window, f"chunk from {start}")
+    chunk = q_given[:, :, start:]
+    got = check(chunk, k_given, v_given, chunk_pos, kpos, valid, window, f"chunk from {start}")
     torch.testing.assert_close(got, whole[:, :, start:], rtol=1e-5, atol=1e-5)
 
 

@@ -37,8 +37,9 @@ def loop_prefixes(draft: torch.Tensor, target: torch.Tensor, uniforms: torch.Ten
 
 
 def check(draft, target, uniforms, what: str) -> list[int]:
-    got = drill.accepted_prefix_lengths(draft, target, uniforms)
+    # the oracle first: the call's writes cannot reach it
     want = loop_prefixes(draft, target, uniforms)
+    got = drill.accepted_prefix_lengths(draft, target, uniforms)
     B = draft.shape[0]
     assert isinstance(got, torch.Tensor), f"{what}: returned {type(got).__name__}"
     assert tuple(got.shape) == (B,), f"{what}: shape {tuple(got.shape)}, want {(B,)}"

@@ -37,11 +37,12 @@ def loop_chunks(token_buffer: torch.Tensor, starts: list[int], counts: list[int]
 
 
 def check(token_buffer, starts: list[int], counts: list[int], what: str, index_dtype=torch.long):
+    # the oracle first: the call's writes cannot reach it
+    want = loop_chunks(token_buffer, starts, counts)
     got = drill.materialize_chunks(
         token_buffer, ints(starts, index_dtype), ints(counts, index_dtype)
     )
     assert isinstance(got, tuple) and len(got) == 4, f"{what}: want a 4-tuple, got {type(got)}"
-    want = loop_chunks(token_buffer, starts, counts)
     names = ("tokens", "row_ids", "positions", "offsets")
     for name, tensor, expected in zip(names, got, want, strict=True):
         assert tuple(tensor.shape) == (len(expected),), (

@@ -3,7 +3,9 @@
     start [ITEM] [--new]            an empty attempt file (a mechanism tinygpt or M01, a named
                                     re-solve modern_lm:layer_reconstruction, a drill P19, a
                                     Triton kernel T04); no ITEM: list
-    check [ITEM] [--all] [--note T] grade the current stage (--all: on until one fails)
+    check [ITEM] [--all] [--note T] [--score DIM=N]  grade the current stage (--all: on until
+                                    one fails); a model build: the rubric's evidence, and
+                                    --score keeps your 0-4 on a dimension with the check
     repair [ITEM]                   start the drill that owns the last failure
     watch [ITEM]                    re-check on every save, one live screen
     due                             the re-solves due today, oldest first
@@ -12,8 +14,10 @@
                                     --gates: the readiness gates with their evidence
     history [ITEM]                  a table per item and <home>/history.png
     diagnose [--self ITEM=N] [--finish]  the baseline diagnostic and the route it fixes
-    mock [--start] [--score DIM=N]  the next mock by the sampler; --start runs it, frozen and
-                                    graded at its deadline; --score: your rubric scores
+    mock [--start] [--score DIM=N] [--abandon]  the next mock by the sampler (a model mock in
+                                    its turn); --start runs it, frozen and graded at its
+                                    deadline; --score: your rubric scores; --abandon: close
+                                    a mock left open (logged as abandoned)
     log [--csv | --markdown]        the error log with the kit's fields, one entry per miss
     today [--day N]                 the route's day: its blocks, repairs and re-solves first
     plan                            every day of the route: done, due and open
@@ -35,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from .errors import RefusedError, UsageError
 from .route import SELF_SCORED
-from .rubric import RUBRIC_KEYS
+from .rubric import ANY_RUBRIC_KEYS, MODEL_RUBRIC_KEYS, RUBRIC_KEYS
 
 if TYPE_CHECKING:  # the commands load after the arguments are read: a bad one is answered first
     from .workbench import Clock, Limits
@@ -80,6 +84,18 @@ def _parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="go on through later stages until one fails"
     )
     check.add_argument("--note", help="what you decided (joins the first wrong decision)")
+    check.add_argument(
+        "--score",
+        dest="build_scores",
+        action="append",
+        type=_build_score,
+        default=[],
+        metavar="DIM=N",
+        help=(
+            "a model build: your 0-4 score on a model-build rubric dimension, kept with this"
+            f" check ({', '.join(MODEL_RUBRIC_KEYS)})"
+        ),
+    )
     check.add_argument(
         "--timeout", type=float, default=None, help="per-test limit in seconds (default 60)"
     )
@@ -132,7 +148,15 @@ def _parser() -> argparse.ArgumentParser:
         type=_rubric_score,
         default=[],
         metavar="DIM=N",
-        help=f"your 0-4 score of the last mock on a rubric dimension ({', '.join(RUBRIC_KEYS)})",
+        help=(
+            f"your 0-4 score of the last mock on a rubric dimension (coding rubric:"
+            f" {', '.join(RUBRIC_KEYS)}; a model mock: {', '.join(MODEL_RUBRIC_KEYS)})"
+        ),
+    )
+    mock.add_argument(
+        "--abandon",
+        action="store_true",
+        help="close a mock left open (its --start stopped early): logged as abandoned",
     )
     log = commands.add_parser("log", help="the error log, one entry per miss (the kit's fields)")
     form = log.add_mutually_exclusive_group()
@@ -166,8 +190,19 @@ def _self_score(text: str) -> tuple[str, int]:
 def _rubric_score(text: str) -> tuple[str, int]:
     """`contract=3`: a rubric dimension and the learner's 0-4 score."""
     key, sep, value = text.partition("=")
-    if not sep or key not in RUBRIC_KEYS:
-        keys = ", ".join(RUBRIC_KEYS)
+    if not sep or key not in ANY_RUBRIC_KEYS:
+        keys = ", ".join(ANY_RUBRIC_KEYS)
+        raise argparse.ArgumentTypeError(f"{text!r}: expected DIM=N, DIM one of {keys}")
+    if value not in ("0", "1", "2", "3", "4"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the score is an integer 0-4")
+    return key, int(value)
+
+
+def _build_score(text: str) -> tuple[str, int]:
+    """`forward=3`: a model-build rubric dimension and the learner's 0-4 score."""
+    key, sep, value = text.partition("=")
+    if not sep or key not in MODEL_RUBRIC_KEYS:
+        keys = ", ".join(MODEL_RUBRIC_KEYS)
         raise argparse.ArgumentTypeError(f"{text!r}: expected DIM=N, DIM one of {keys}")
     if value not in ("0", "1", "2", "3", "4"):
         raise argparse.ArgumentTypeError(f"{text!r}: the score is an integer 0-4")
@@ -260,7 +295,8 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
                 return practice.start(options.mechanism, options.new)
             if options.command == "check":
                 limits, note = _limits(options), _note(options.note)
-                return practice.check(options.mechanism, options.all, note, limits)
+                scores = dict(options.build_scores)
+                return practice.check(options.mechanism, options.all, note, limits, scores=scores)
             if options.command == "reveal":
                 return practice.reveal(options.mechanism)
             if options.command == "repair":
@@ -280,9 +316,11 @@ def main(argv: Sequence[str] | None = None, *, clock: Clock | None = None) -> in
             if options.command == "mock":
                 if options.start and options.mock_scores:
                     raise UsageError("--start and --score: score the mock once it is graded")
+                if options.abandon and (options.start or options.mock_scores):
+                    raise UsageError("--abandon alone: it closes the open mock, nothing else")
                 needs = find_root(options.root, home) if options.start else None
                 practice.bench.root = practice.bench.root or needs
-                return practice.mock(options.start, dict(options.mock_scores))
+                return practice.mock(options.start, dict(options.mock_scores), options.abandon)
             if options.command == "log":
                 return practice.log(options.form or "markdown")
             if options.command == "diagnose":

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import error_log, messages, mock_view, picture, route_view, tables
+from .branches import names_m03
 from .errors import RefusedError
-from .gates import gates
+from .gates import gates, route_of
 from .items import item_named
 from .mock import mock_scores
 from .mock_desk import MockDesk
@@ -64,8 +65,11 @@ class Practice:
         if name is None:  # nothing named: what there is to start (a usage answer, status 2)
             self._say_all(tables.catalogue())
             return 2
-        mechanism = item_named(name)  # an unknown name is answered before torch is imported
+        item_named(name)  # an unknown name is answered before torch is imported
+        mechanism = self.bench.item(name)  # `M03` on the learner's branch
         self._say_all(messages.started(self.bench.start(mechanism, new, repair)))
+        if names_m03(name):
+            self.say(messages.m03_branch(self.bench.m03_branch(), mechanism))
         return 0
 
     def check(
@@ -76,9 +80,11 @@ class Practice:
         limits: Limits,
         *,
         decide: bool = True,
+        scores: dict[str, int] | None = None,
     ) -> int:
-        """Grade the current stage (every later one with `every`): 0 passed, 1 failed."""
-        result = self.bench.check(name, every, note, limits, decide=decide)
+        """Grade the current stage (every later one with `every`): 0 passed, 1 failed;
+        `scores`: the learner's model-build rubric scores, kept with the check."""
+        result = self.bench.check(name, every, note, limits, decide=decide, scores=scores)
         self._say_all(messages.checked(result, self.root, self.home))
         return 0 if result.passed else 1
 
@@ -98,13 +104,13 @@ class Practice:
 
     def status(self, show_gates: bool = False) -> int:
         if show_gates:
-            self._say_all(route_view.gate_lines(gates(self.store)))
+            self._say_all(route_view.gate_lines(gates(self.store), route_of(self.store)))
             return 0
         self._say_all(tables.status(self.bench, self.clock()))
         return 0
 
     def history(self, name: str | None) -> int:
-        chosen = [item_named(name)] if name else tables.practised(self.bench)
+        chosen = [self.bench.item(name)] if name else tables.practised(self.bench)
         practised = [m for m in chosen if self.store.attempts(m.package)]
         if not practised:
             raise RefusedError("no attempts yet: `start MECH`")
@@ -142,11 +148,16 @@ class Practice:
         self._say_all(text.rstrip("\n").split("\n"))
         return 0
 
-    def mock(self, start: bool, scores: dict[str, int]) -> int:
+    def mock(self, start: bool, scores: dict[str, int], abandon: bool = False) -> int:
         """Show the next draw (or score the last mock); `start`: run one to its deadline,
-        freeze the attempt there and grade the frozen copy."""
+        freeze the attempt there and grade the frozen copy; `abandon`: close an open one."""
+        if abandon:
+            self._say_all(mock_view.rubric(self.mocks.abandon()))
+            self.say("logged as abandoned: `mock --start` draws the next one")
+            return 0
         if scores:
-            self._say_all(mock_view.rubric(self.mocks.score(scores)))
+            scored = self.mocks.score(scores)
+            self._say_all(mock_view.rubric(scored, self.mocks.repair_after(scored)))
             return 0
         if not start:
             self._say_all(mock_view.drawn(self.mocks.draw()))
@@ -162,7 +173,8 @@ class Practice:
             self.say("submitted before the deadline: the attempt is copied now")
         frozen = self.mocks.freeze(record)
         self.say(f"frozen: {frozen} (edits to the attempt from now on change nothing)")
-        self._say_all(mock_view.rubric(self.mocks.grade(record.id)))
+        graded = self.mocks.grade(record.id)
+        self._say_all(mock_view.rubric(graded, self.mocks.repair_after(graded)))
         return 0
 
     def close(self) -> None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .branches import m03_target
 from .learned import verdict
-from .mock import band, mock_scores
+from .mock import band, mock_scores, model_ratio
+from .route import FULL, SEVEN_DAY
 from .rubric import RUBRIC
 from .stages import unit_named
 from .store import Store
@@ -66,13 +68,37 @@ def _repaired_drills(store: Store) -> Gate:
     return Gate(name, True, f"re-solved clean on a later day: {', '.join(owing)}")
 
 
+def route_of(store: Store) -> str:
+    """The route whose gates apply: the diagnostic's, else the full 14-day route's."""
+    fixed = store.route()
+    return fixed.route if fixed is not None else FULL
+
+
 def gates(store: Store) -> list[Gate]:
+    """The gates of the learner's route. The kit lists the full route's main gates; the
+    intermediate and 7-day routes "have their own gate lists", not given: those below are
+    this project's reading of those routes' days."""
+    route = route_of(store)
     found = [
         _item_gate(store, "P03 has a clean later-day re-solve", "P03", "learned"),
         _item_gate(store, "P11 has a clean later-day re-solve", "P11", "learned"),
+        _repaired_drills(store),
     ]
-    found.append(_repaired_drills(store))
-    found += [
+    if route == SEVEN_DAY:
+        found += _seven_day_builds(store)
+    else:
+        found += _full_builds(store, with_prefix_cache=route == FULL)
+    found += [Gate(name, None, "self-scored") for name in _self_scored(route)]
+    found.append(Gate("one full loop reaches ready", None, "self-scored (not run by this tool)"))
+    found.append(_ready_mock(store))
+    found.append(_model_ratio(store))
+    return found
+
+
+def _full_builds(store: Store, with_prefix_cache: bool) -> list[Gate]:
+    """The full route's build gates; the intermediate route skips day 11, so its prefix-cache
+    lane (and with it that gate)."""
+    found = [
         _item_gate(
             store, "M01 reconstructed clean from blank, the tiers passing", "M01", "learned"
         ),
@@ -83,24 +109,73 @@ def gates(store: Store) -> list[Gate]:
             "modern_lm:layer_reconstruction",
             "learned",
         ),
-        _item_gate(store, "M03 passes one timed path, reconstructed clean", "M03", "learned"),
-        _item_gate(store, "the prefix-cache suite passes (PyTorch lane)", "prefix_cache", "passed"),
+        _both(
+            "M03 passes one timed path and a 45-minute reconstruction (immutability, parity)",
+            _item_gate(store, "", _m03(store), "passed"),
+            _item_gate(store, "", "cache_aware_lm:reconstruction", "passed"),
+        ),
+    ]
+    if with_prefix_cache:
+        found.append(
+            _item_gate(
+                store, "the prefix-cache suite passes (PyTorch lane)", "prefix_cache", "passed"
+            )
+        )
+    found += [
         _item_gate(store, "M04 keeps logits", "M04", "passed"),
         _item_gate(store, "M05 passes its full matrix", "M05", "passed"),
-        _item_gate(store, "M10 reaches logits in 75 minutes", "M10", "passed"),
+        _item_gate(
+            store,
+            "M10 reaches logits in 75 minutes (its re-solve)",
+            "fragment_lm:resolve",
+            "passed",
+        ),
     ]
-    for name in (
+    return found
+
+
+def _seven_day_builds(store: Store) -> list[Gate]:
+    """The 7-day route's builds: M01 (day 2), M02 as a delta on a supplied M01 (day 3), a
+    scaffolded advanced M03 (day 4), M04 as a port of a supplied M02 (day 5); no M05, M10,
+    prefix cache nor reconstructions (day 7 is for the clean re-solves of what missed)."""
+    return [
+        _item_gate(store, "M01 passes every stage (the tiers)", "M01", "passed"),
+        _item_gate(store, "M02 (a delta on a supplied M01) passes its oracle", "M02", "passed"),
+        _item_gate(store, "M03 (scaffolded, advanced) passes every stage", _m03(store), "passed"),
+        _item_gate(store, "M04 (a port of a supplied M02) keeps logits", "M04", "passed"),
+    ]
+
+
+def _self_scored(route: str) -> tuple[str, ...]:
+    """The gates a machine cannot see, by route."""
+    if route == SEVEN_DAY:
+        return (
+            "one Triton kernel explained end to end (20 minutes, day 7)",
+            "3 system designs (S03, S06, system mock 1), each in 45 minutes or less",
+            "a deep dive survives 30 hostile questions (day 6)",
+            "GP calibrations done (and a sibling if needed)",
+        )
+    return (
         "one Triton kernel explained end to end",
         "the request lifecycle drawn in 5 minutes",
         "KV capacity estimated",
         "3 system designs, each in 45 minutes or less",
         "a deep dive survives 30 hostile questions",
         "GP calibrations done (and a sibling if needed)",
-    ):
-        found.append(Gate(name, None, "self-scored"))
-    found.append(Gate("one full loop reaches ready", None, "self-scored (not run by this tool)"))
-    found.append(_ready_mock(store))
-    return found
+    )
+
+
+def _m03(store: Store) -> str:
+    """The name M03's gates read: the build on the recorded branch (`branches`)."""
+    fixed = store.route()
+    return m03_target(fixed.m03_branch if fixed is not None else None)
+
+
+def _both(name: str, first: Gate, second: Gate) -> Gate:
+    """A gate of two parts: met when both are; the evidence of each."""
+    if first.met is None or second.met is None:
+        return Gate(name, None, f"{first.evidence}; {second.evidence}")
+    return Gate(name, first.met and second.met, f"{first.evidence}; {second.evidence}")
 
 
 def _ready_mock(store: Store) -> Gate:
@@ -114,3 +189,14 @@ def _ready_mock(store: Store) -> Gate:
         return Gate(name, False, "no mock scored yet (`mock --start`, then `mock --score`)")
     best = max(scored, key=lambda pair: sum(pair[1].values()))
     return Gate(name, False, f"best so far: mock {best[0].id}, {sum(best[1].values())}/28")
+
+
+def _model_ratio(store: Store) -> Gate:
+    """The kit's model-construction ratio, m >= ceil(n/2) by interview day (n graded rounds,
+    m model rounds whose frozen copy ran a module end to end)."""
+    m, n = model_ratio(store.mocks())
+    need = -(-n // 2)
+    name = "model-construction ratio: m >= ceil(n/2) of the graded mock rounds"
+    if not n:
+        return Gate(name, False, "no graded mock yet")
+    return Gate(name, m >= need, f"{m} of {n} rounds ran a module end to end (needs {need})")

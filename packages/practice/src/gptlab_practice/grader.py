@@ -80,6 +80,29 @@ def repair_target(owner: str) -> tuple[str, str]:
     return (row.mechanism, row.repair) if row else (owner, "")
 
 
+def rubric_rows(results: list[TestResult], package: str, build: str) -> list[dict[str, object]]:
+    """A check's own run as the rows of `grade --json`'s `rubric` field, by grade's rule: a
+    build's contract tests, each in its owner's rubric dimension (the routing table's
+    `rubric`); a test the scoring policy held is neither passed nor failed."""
+    rows: dict[str, dict[str, object]] = {}
+    for result in results:
+        row_owner = OWNERS.get(result.owner)
+        dimension = row_owner.rubric if row_owner is not None else None
+        counted = result.outcome in ("passed", "failed") and not getattr(result, "held", False)
+        if result.package != package or result.kind != "contract" or not dimension or not counted:
+            continue
+        row = rows.setdefault(
+            dimension,
+            {"build": build, "dimension": dimension, "passed": 0, "run": 0, "failed_owners": []},
+        )
+        row["run"] = int(str(row["run"])) + 1
+        if result.outcome == "passed":
+            row["passed"] = int(str(row["passed"])) + 1
+        elif isinstance(failed := row["failed_owners"], list) and result.owner not in failed:
+            failed.append(result.owner)
+    return list(rows.values())
+
+
 def identity(result: TestResult) -> TestIdentity:
     return TestIdentity.from_nodeid(result.nodeid, result.package, result.owner, result.tiers)
 

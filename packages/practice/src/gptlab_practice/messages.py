@@ -9,7 +9,9 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+from .build_rubric import build_ready
 from .history import duration
+from .rubric import MODEL_RUBRIC, MODEL_RUBRIC_KEYS
 from .sampler import is_transfer_step, transfer_parts
 from .stages import Mechanism, readme_of, reference_of
 from .store import Attempt, Review
@@ -74,7 +76,14 @@ def started(begun: Started) -> list[str]:
     if begun.archived is not None:
         lines.append(f"archived {begun.path.name} -> {begun.archived}")
     lines.append(f"{mechanism.package} attempt {begun.number}: {begun.path}")
-    if begun.from_artifact:
+    drill = mechanism.drill
+    drill_kind, drill_key = getattr(drill, "kind", ""), getattr(drill, "key", "")
+    if begun.from_artifact and drill_kind == "profile":  # a slow loop and its harness
+        lines.append(
+            "starts from the supplied slow loop (a profile case): profile it with "
+            f"`python -m gptlab_drills.artifacts.{drill_key}_harness {begun.path}`, then repair it"
+        )
+    elif begun.from_artifact:
         lines.append("starts from the supplied broken artifact (a debug case): repair it")
     if begun.repair_for is not None:
         sent = begun.repair_for
@@ -113,6 +122,7 @@ def checked(result: Checked, root: Path | None, home: Path) -> list[str]:
     )
     if not result.ledger_filled:
         lines.append("  ledger: not filled (shapes, aliasing, stability, costs: learned needs it)")
+    lines += build_rubric_lines(result)
     if result.decided and result.scheduled:
         lines.append(
             "  re-solves scheduled: "
@@ -123,6 +133,26 @@ def checked(result: Checked, root: Path | None, home: Path) -> list[str]:
         lines += finished(result)
     elif result.passed:
         lines += announce(mechanism, recorded.stage)
+    return lines
+
+
+def build_rubric_lines(result: Checked) -> list[str]:
+    """A model build's check: the rubric evidence per dimension beside the learner's own
+    scores, and once all seven are given, ready or not by the kit's rule."""
+    if not result.rubric:
+        return []
+    kit = result.mechanism.kit_name
+    lines = [f"  model-build rubric, {kit}: what this check's tests saw | your score (0-4)"]
+    mine = result.rubric_scores
+    for key, dimension in MODEL_RUBRIC:
+        given = str(mine[key]) if key in mine else "-"
+        lines.append(f"    {key:<10} {result.rubric.get(key, '-'):<52} | {given}  ({dimension})")
+    missing = [key for key in MODEL_RUBRIC_KEYS if key not in mine]
+    if missing:
+        flags = " ".join(f"--score {key}=N" for key in missing)
+        lines.append(f"    score yourself ({7 - len(missing)} of 7 given): check {flags}")
+    else:
+        lines.append(f"    yours: {build_ready(mine)[1]} (ready at 24/28 with none below 2)")
     return lines
 
 
@@ -202,14 +232,17 @@ def report(
     return lines
 
 
-CLAUSE_LINE = re.compile(r"^- \*\*(?P<id>(?:PT|P|T)\d+\.\d+)\*\* \((?P<kind>[^)]*)\) (?P<text>.*)$")
+CLAUSE_LINE = re.compile(
+    r"^- \*\*(?P<id>(?:PT|P|T|M)\d+\.\d+)\*\* \((?P<kind>[^)]*)\) (?P<text>.*)$"
+)
 
 
 def clause_line(root: Path | None, clause_id: str) -> str:
     """`P19.6 (semantics) grouped queries: ...`, from the README that states it (the
-    drills', modern_lm's or the kernels'), cut to a line; the id alone where none is found.
-    Read line by line (a numbering gap elsewhere in a README hides nothing here)."""
-    for package in ("drills", "modern_lm", "kernels"):
+    drills', modern_lm's, cache_aware_lm's or the kernels'), cut to a line; the id alone
+    where none is found. Read line by line (a numbering gap elsewhere in a README hides
+    nothing here)."""
+    for package in ("drills", "modern_lm", "cache_aware_lm", "kernels"):
         readme = (root or Path(".")) / "packages" / package / "README.md"
         try:
             lines = readme.read_text(encoding="utf-8").splitlines() if readme.is_file() else []
@@ -221,6 +254,17 @@ def clause_line(root: Path | None, clause_id: str) -> str:
                 text = f"{clause_id} ({found['kind']}) {found['text']}"
                 return textwrap.shorten(text, 100)
     return clause_id
+
+
+def m03_branch(branch: str | None, unit: Mechanism) -> str:
+    """Which M03 `start M03` began, and why (the branch the diagnostic froze, or none yet)."""
+    if branch is None:
+        return (
+            f"M03 is {unit.label} (any cache-aware model) while no route is recorded; M03's"
+            " advanced branch, cache-aware over your M02, is `start cache_aware_modern`"
+            " (`diagnose` freezes the branch from P19)"
+        )
+    return f"M03 on your {branch} branch (frozen from P19 at its deadline): {unit.label}"
 
 
 def every_one(mechanism: Mechanism, home: Path) -> str:
@@ -257,8 +301,8 @@ def revealed(attempt: Attempt, mechanism: Mechanism, root: Path | None) -> list[
         lines.append(f"reference: {where_root / reference_of(mechanism.drill)}")
         lines.append(f"README:    {where_root / readme_of(mechanism.drill)}")
     else:
-        folder = where_root / "packages" / mechanism.suite
-        lines.append(f"reference: {folder / 'src' / mechanism.suite}")
+        folder = where_root / "packages" / mechanism.folder
+        lines.append(f"reference: {folder / 'src' / mechanism.folder}")
         lines.append(f'README:    {folder / "README.md"}, section "{mechanism.readme_section}"')
     lines.append(f"attempt {attempt.number} is marked as having opened the reference")
     return lines

@@ -54,7 +54,7 @@ def draw(
     states = day_states(route, today_number, finished)
     figure, (strip, scores) = plt.subplots(2, 1, figsize=(8, 4.2), height_ratios=(1, 2))
     for index, state in enumerate(states):
-        day = day_of(route.route, index + 1, route.protected)
+        day = day_of(route.route, index + 1, route.protected, route.m03_branch)
         strip.bar(
             index + 1, 1, color=COLOURS[state], edgecolor="black" if day.protected else "none"
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
+from .branches import m03_target, names_m03
 from .route import FULL, INTERMEDIATE, SEVEN_DAY
 from .stages import unit_named
 
@@ -77,22 +78,23 @@ def route_length(route: str) -> int:
     return {FULL: 14, INTERMEDIATE: len(INTERMEDIATE_DAYS), SEVEN_DAY: 7}[route]
 
 
-def day_of(route: str, number: int, protected: tuple[str, ...]) -> Day:
-    """Day `number` of `route` (1-based, within its length)."""
+def day_of(route: str, number: int, protected: tuple[str, ...], branch: str | None = None) -> Day:
+    """Day `number` of `route` (1-based, within its length); M03 on the recorded `branch`."""
     if route == SEVEN_DAY:
         content, names = number, SEVEN_DAYS[number]
         exit_ = ""
     else:
         content = INTERMEDIATE_DAYS[number - 1] if route == INTERMEDIATE else number
         names, exit_ = FOURTEEN_DAYS[content], EXITS.get(content, "")
-    items = tuple(_item(name) for name in names)
+    items = tuple(_item(name, branch) for name in names)
     return Day(number, content, items, exit_, f"d{content}" in protected)
 
 
-def _item(name: str) -> PlanItem:
+def _item(name: str, branch: str | None) -> PlanItem:
     bare = name.removeprefix("+")
     unit = unit_named(bare) if " " not in bare else None
-    return PlanItem(bare, name.startswith("+"), unit.package if unit else None)
+    package = m03_target(branch) if names_m03(bare) else unit.package if unit else None
+    return PlanItem(bare, name.startswith("+"), package)
 
 
 def day_number(first_day: str, today: date) -> int:

@@ -120,7 +120,11 @@ class RouteDesk:
         now = self.bench.clock()
         number = number or day_number(route.day, now.date())
         length = route_length(route.route)
-        day = day_of(route.route, number, route.protected) if 1 <= number <= length else None
+        day = (
+            day_of(route.route, number, route.protected, route.m03_branch)
+            if 1 <= number <= length
+            else None
+        )
         repairs = []
         active = self.bench.store.active()
         for attempt in active:

@@ -94,7 +94,7 @@ def plan(route: RouteRecord, today_number: int, finished: dict[str, frozenset[st
     first = date.fromisoformat(route.day)
     lines = [f"the {route.route} route from {route.day} (M03 branch: {route.m03_branch}):"]
     for number in range(1, route_length(route.route) + 1):
-        day = day_of(route.route, number, route.protected)
+        day = day_of(route.route, number, route.protected, route.m03_branch)
         when = (first + timedelta(days=number - 1)).isoformat()
         names = ", ".join(("+" if i.stretch else "") + i.name for i in day.items)
         done = sorted(finished.get(when, frozenset()))
@@ -108,11 +108,14 @@ def plan(route: RouteRecord, today_number: int, finished: dict[str, frozenset[st
     return lines
 
 
-def gate_lines(found: list[Gate]) -> list[str]:
+def gate_lines(found: list[Gate], route: str = "14-day") -> list[str]:
     """Each gate met, open or self-scored, with its evidence; the count met first."""
     graded = [g for g in found if g.met is not None]
     met = sum(1 for g in graded if g.met)
-    lines = [f"readiness gates: {met} of {len(graded)} graded gates met ({len(found)} in all)"]
+    lines = [
+        f"readiness gates: {met} of {len(graded)} graded gates met ({len(found)} in all;"
+        f" the {route} route's list)"
+    ]
     for gate in found:
         mark = {True: "met ", False: "open", None: "self"}[gate.met]
         lines.append(f"  [{mark}] {gate.name}: {gate.evidence}")

@@ -100,7 +100,7 @@ class Entry:
 
     text: str
     atoms: tuple[Atom, ...]
-    package: str  # the suite the entry selects from
+    package: str  # the suite folder the entry selects from; "" for the unit's own
 
     @classmethod
     def parse(cls, text: str, own_package: str) -> Entry:
@@ -108,10 +108,15 @@ class Entry:
         if not atoms:
             raise ValueError(f"empty selection entry in stages.toml ({own_package})")
         packages = [a.value for a in atoms if a.kind == "package" and not a.negated]
-        return cls(text, atoms, packages[0] if packages else own_package)
+        return cls(text, atoms, packages[0] if packages else "")
 
-    def matches(self, test: TestIdentity) -> bool:
-        return test.package == self.package and all(atom.matches(test) for atom in self.atoms)
+    def folder(self, own_folder: str) -> str:
+        return self.package or own_folder
+
+    def matches(self, test: TestIdentity, own_folder: str) -> bool:
+        """Does the test, collected from `packages/<folder>/tests`, match every atom?"""
+        in_folder = test.package == self.folder(own_folder)
+        return in_folder and all(atom.matches(test) for atom in self.atoms)
 
 
 _KINDS = ("owner", "file", "test", "package")
@@ -173,6 +178,12 @@ class Mechanism:
         """The package whose suite and variable grade the attempt (its own, or its parent's)."""
         return self.resolve_of or self.package
 
+    @property
+    def folder(self) -> str:
+        """The package folder holding that suite: its variable's (`cache_aware_modern` is
+        graded by `packages/cache_aware_lm/tests`), else the package's own."""
+        return suite_folder(self.suite)
+
     def stage(self, number: int) -> Stage:
         return self.stages[number - 1]
 
@@ -183,7 +194,7 @@ class Mechanism:
         """Is the test part of stage `number`'s stop condition (its entries or earlier ones)?"""
         if self.drill is not None:  # a drill's run holds only its own suite
             return True
-        return any(entry.matches(test) for entry in self.entries_through(number))
+        return any(entry.matches(test, self.folder) for entry in self.entries_through(number))
 
     def suites_through(self, number: int) -> tuple[str, ...]:
         """The test folders (relative to the checkout) stage `number` draws from, own first."""
@@ -192,16 +203,29 @@ class Mechanism:
         return tuple(f"packages/{name}/tests" for name in self.packages_through(number))
 
     def packages_through(self, number: int) -> tuple[str, ...]:
-        """The suites stage `number` draws tests from, the mechanism's own first."""
-        found = [self.suite]
+        """The package folders stage `number` draws tests from, the mechanism's own first."""
+        found = [self.folder]
         for entry in self.entries_through(number):
-            if entry.package not in found:
-                found.append(entry.package)
+            if entry.folder(self.folder) not in found:
+                found.append(entry.folder(self.folder))
         return tuple(found)
 
     @property
     def total_minutes(self) -> int:
         return sum(stage.minutes for stage in self.stages)
+
+
+@cache
+def suite_folder(package: str) -> str:
+    """The package folder whose tests grade `package`: its variable's suite folder
+    (`packages/<folder>/tests`), else `package` itself. Read only when a unit is checked or
+    selected, so naming a unit never loads the testkit."""
+    from gptlab_testkit import VARIABLES
+
+    for variable in VARIABLES.values():
+        if variable.package == package and not variable.is_drill:
+            return PurePosixPath(variable.suite).parent.name
+    return package
 
 
 RESOLVE_SEPARATOR = ":"  # a named re-solve's key: `modern_lm:layer_reconstruction`
@@ -288,7 +312,9 @@ def starting_artifact(unit: Mechanism) -> Traversable | None:
 
 def drill_unit(drill: DrillItem) -> Mechanism:
     """A drill or a kernel as a practice unit: one stage, its time box, its whole suite."""
-    start = "its supplied broken artifact" if drill.kind == "debug" else "an empty file"
+    start = {"debug": "its supplied broken artifact", "profile": "its supplied slow loop"}.get(
+        drill.kind, "an empty file"
+    )
     what = ", ".join(drill.graded)
     if is_kernel(drill):  # the kit asks every kernel for its ledger (the module's LEDGER)
         what += " (Triton kernel and launcher) and LEDGER"

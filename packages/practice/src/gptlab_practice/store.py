@@ -247,6 +247,9 @@ class RouteRecord:
     m03_branch: str
 
 
+CHECK_SCORE = "check:"  # a self score given with a check: check:<check id>:<rubric key>
+
+
 @dataclass(frozen=True)
 class MockRecord:
     """A timed mock: the draw, its deadline, the frozen copy and what its grade saw."""
@@ -266,6 +269,11 @@ class MockRecord:
     first_wrong: str | None = None
     evidence: str | None = None
     scores: str | None = None
+
+    @property
+    def abandoned(self) -> bool:
+        """Closed by `mock --abandon`: stopped with no copy taken."""
+        return self.frozen_at is not None and self.frozen_file is None
 
 
 def _mock(r: sqlite3.Row) -> MockRecord:
@@ -820,9 +828,35 @@ class Store:
                 (now.isoformat(), item, score),
             )
 
+    def add_check_scores(self, check_id: int, scores: dict[str, int], now: datetime) -> None:
+        """The learner's own 0-4 rubric scores given with a check (kept as self scores under
+        the check's key: `check:12:forward`)."""
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT INTO self_scores (at, item, score) VALUES (?, ?, ?)",
+                [(now.isoformat(), f"{CHECK_SCORE}{check_id}:{k}", v) for k, v in scores.items()],
+            )
+
+    def check_scores(self, check_ids: list[int]) -> dict[str, int]:
+        """The rubric scores given with these checks, later ones overriding earlier ones."""
+        rows = self._read(
+            "SELECT item, score FROM self_scores WHERE item LIKE ? ORDER BY id", f"{CHECK_SCORE}%"
+        )
+        found = self._rows("self_scores", rows, lambda r: (str(r["item"]), int(r["score"])))
+        order = {check_id: i for i, check_id in enumerate(check_ids)}
+        given: list[tuple[int, str, int]] = []
+        for item, score in found:
+            _, check, key = item.split(":", 2) if item.count(":") >= 2 else ("", "", "")
+            if check.isdigit() and int(check) in order:
+                given.append((order[int(check)], key, score))
+        return {key: score for _, key, score in sorted(given, key=lambda g: g[0])}
+
     def self_scores(self) -> dict[str, int]:
         """Each self-scored item's latest score."""
-        rows = self._read("SELECT item, score FROM self_scores ORDER BY id")
+        rows = self._read(
+            "SELECT item, score FROM self_scores WHERE item NOT LIKE ? ORDER BY id",
+            f"{CHECK_SCORE}%",
+        )
         return dict(self._rows("self_scores", rows, lambda r: (str(r["item"]), int(r["score"]))))
 
     def set_route(self, route: RouteRecord) -> None:
@@ -872,6 +906,11 @@ class Store:
                 " WHERE id = ?",
                 (passed, run, first_wrong, evidence, mock_id),
             )
+
+    def abandon_mock(self, mock_id: int, now: datetime) -> None:
+        """Stopped without a copy: frozen_at set, frozen_file left empty (abandoned)."""
+        with self.transaction() as db:
+            db.execute("UPDATE mocks SET frozen_at = ? WHERE id = ?", (now.isoformat(), mock_id))
 
     def score_mock(self, mock_id: int, scores: str) -> None:
         with self.transaction() as db:

@@ -126,6 +126,20 @@ def _next_review(bench: Workbench, item: str) -> str:
     return f"{pending.due_day} ({step_name(pending.step)})" if pending else "-"
 
 
+def wrap_names(head: str, names: list[str], width: int) -> list[str]:
+    """`head a, b, c` wrapped at `width` between names, never inside one: a model build's
+    label (`M03 cache_aware_modern`) stays on one line."""
+    lines, line = [], head
+    for index, name in enumerate(names):
+        word = name + ("," if index < len(names) - 1 else "")
+        if len(line) + 1 + len(word) > width and line.strip():
+            lines.append(line)
+            line = "  " + word
+        else:
+            line += " " + word
+    return [*lines, line]
+
+
 def status(bench: Workbench, now: datetime) -> list[str]:
     """One row per item, at most STATUS_WIDTH columns; why each practised item is not
     learned yet, repairs and unfinished checks on lines of their own below."""
@@ -188,9 +202,7 @@ def status(bench: Workbench, now: datetime) -> list[str]:
     lines = columns(rows, STATUS_WIDTH) if len(rows) > 1 else []
     if untried:
         what = "no attempt yet" if len(rows) > 1 else "no attempt yet at any item"
-        lines += textwrap.wrap(
-            f"{what} (`start ITEM`): {', '.join(untried)}", STATUS_WIDTH, subsequent_indent="  "
-        )
+        lines += wrap_names(f"{what} (`start ITEM`):", untried, STATUS_WIDTH)
     for attempt in store.attempts():
         interrupted = [c for c in store.checks(attempt.id) if c.outcome in ("running", "error")]
         if interrupted:

@@ -172,6 +172,84 @@ def traceability_problems(clauses: dict[str, Clause], tests: list[MarkedTest]) -
     return problems
 
 
+# -- a package's README and its suite, traced both ways
+
+
+def is_contract_file(path: Path) -> bool:
+    """Whether a test file's module-level ``pytestmark`` carries ``pytest.mark.contract``
+    (read without importing it)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "pytestmark" for target in node.targets
+        ):
+            return any(
+                isinstance(mark, ast.Attribute) and mark.attr == "contract"
+                for mark in ast.walk(node.value)
+            )
+    return False
+
+
+def contract_tests(tests_dir: Path) -> list[MarkedTest]:
+    """The marked tests of ``tests_dir``'s contract files (see `is_contract_file`)."""
+    return [test for test in marked_tests(tests_dir) if is_contract_file(test.path)]
+
+
+def assert_clause_counts(readme: Path, item: str, *, at_least: int, graded: int) -> None:
+    """``item``'s README states at least ``at_least`` clauses, ``graded`` of them graded (a
+    floor, so a section that lost its clause lines fails instead of tracing nothing)."""
+    clauses = clauses_of(readme, item)
+    scored = sum(clause.graded for clause in clauses.values())
+    if len(clauses) < at_least or scored < graded:
+        raise AssertionError(
+            f"{item}: {len(clauses)} clauses ({scored} graded), want at least {at_least} "
+            f"({graded} graded): {sorted(clauses, key=clause_order)}"
+        )
+
+
+def assert_contract_traced(readme: Path, tests_dir: Path, item: str, *, at_least: int) -> None:
+    """Every graded clause of ``item`` has a contract test, every contract test names
+    clauses and only the kit's (graded or not graded: an extension clause named by a
+    contract test reads as "no such clause"), and there are ``at_least`` such tests."""
+    clauses = {k: c for k, c in clauses_of(readme, item).items() if c.kind != EXTENSION}
+    tests = contract_tests(tests_dir)
+    problems = traceability_problems(clauses, tests)
+    if len(tests) < at_least:
+        problems.insert(0, f"{len(tests)} contract tests found, want at least {at_least}")
+    if problems:
+        raise AssertionError(f"{item}:\n" + "\n".join(problems))
+
+
+def extension_problems(clauses: dict[str, Clause], tests: list[MarkedTest]) -> list[str]:
+    """What breaks "extension tests name only extension clauses, and each has a test":
+    an extension test naming a graded clause would make that clause look graded by a test
+    that never grades a candidate."""
+    problems = [] if tests else ["no extension test found"]
+    problems += [
+        f"{test.path.name}::{test.name} names {clause_id}: no such extension clause"
+        for test in tests
+        for clause_id in test.clauses
+        if clause_id not in clauses or clauses[clause_id].kind != EXTENSION
+    ]
+    named = {clause_id for test in tests for clause_id in test.clauses}
+    problems += [
+        f"{clause.id} (extension) has no extension test: {clause.text[:80]}"
+        for clause in clauses.values()
+        if clause.kind == EXTENSION and clause.id not in named
+    ]
+    return problems
+
+
+def assert_extensions_traced(readme: Path, tests_dir: Path, item: str) -> None:
+    """The tests outside ``tests_dir``'s contract files name only ``item``'s extension
+    clauses, and every extension clause has one."""
+    contract = contract_tests(tests_dir)
+    extension = [test for test in marked_tests(tests_dir) if test not in contract]
+    problems = extension_problems(clauses_of(readme, item), extension)
+    if problems:
+        raise AssertionError(f"{item}:\n" + "\n".join(problems))
+
+
 # -- which README states a test's clauses (for the scoring policy's test roles)
 
 REJECTION = "rejection"
@@ -238,10 +316,16 @@ __all__ = [
     "Clause",
     "ClauseError",
     "MarkedTest",
+    "assert_clause_counts",
+    "assert_contract_traced",
+    "assert_extensions_traced",
     "clause_ids",
     "clause_kinds",
     "clause_order",
     "clauses_of",
+    "contract_tests",
+    "extension_problems",
+    "is_contract_file",
     "marked_tests",
     "names_only_rejections",
     "readme_clauses",

@@ -95,6 +95,9 @@ PACKAGES = (
     "runtime_lm",
     "fragment_lm",
 )
+# Targets that are one module of a package (M03's advanced branch inside cache_aware_lm):
+# {target: (package folder, module)}, with `mutation_<target>.toml` beside the package's own.
+MODULE_TARGETS = {"cache_aware_modern": ("cache_aware_lm", "src/cache_aware_lm/advanced.py")}
 CLASSES = ("equivalent", "outside the contract", "not observable on this device")
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 SURVIVED = {"survived", "no tests", "suspicious"}
@@ -150,6 +153,9 @@ def all_targets(root: Path) -> dict[str, Target]:
         modules = sorted(str(p.relative_to(package)) for p in source.rglob("*.py") if _tracked(p))
         kept = tuple(m for m in modules if m not in skipped)
         found[name] = Target(name, package, kept, "tests", accepted)
+    for name, (folder, module) in MODULE_TARGETS.items():
+        package = root / "packages" / folder
+        found[name] = Target(name, package, (module,), "tests", package / f"mutation_{name}.toml")
     return found
 
 

@@ -34,8 +34,8 @@ JUDGED_DRILLS = (
     "P14", "P15", "P16", "P17", "P18", "P19", "P20", "P21", "P22", "P23", "P24", "P25", "P26",
     "P27", "P28", "PT01", "PT02", "PT03", "PT04", "PT05", "PT06", "PT07", "PT08", "PT09", "PT10",
     "PT11", "PT12", "PT13", "PT14", "PT15", "PT16", "PT17", "PT18", "PT19", "PT20", "PT21", "PT22",
-    "PT23", "PT24", "PT25", "PT26", "PT27", "PT28", "PT29", "PT30", "PT32", "PT33", "PT34", "PT36",
-    "PT37", "PT38", "PT39", "PT40",
+    "PT23", "PT24", "PT25", "PT26", "PT27", "PT28", "PT29", "PT30", "PT31", "PT32", "PT33", "PT34",
+    "PT35", "PT36", "PT37", "PT38", "PT39", "PT40",
     "T01", "T02", "T03", "T04", "T05", "T06", "T07", "T08",
 )  # fmt: skip
 # Every mechanism, the models among them: their objects are handles (a class of the
@@ -49,6 +49,7 @@ JUDGED_MECHANISMS = (
     "MOE_LM_MODULE",  # M05: a block and an LM, handles like the models above
     "RUNTIME_LM_MODULE",  # M04: a model handle; its weight iterator is lent
     "FRAGMENT_LM_MODULE",  # M10: a model handle; the test's engine drives it
+    "CACHE_AWARE_MODERN_MODULE",  # M03 advanced: a model handle, checked against M02 here
 )  # fmt: skip
 JUDGED: frozenset[str] = frozenset(
     {*(f"DRILL_{key}_MODULE" for key in JUDGED_DRILLS), *JUDGED_MECHANISMS}
@@ -96,7 +97,7 @@ def siblings(variable: str) -> frozenset[str]:
 
     if variable not in MECHANISM_VARIABLES:
         return frozenset()
-    own = VARIABLES[variable].package
+    own = VARIABLES[variable].default_module.partition(".")[0]  # M03 advanced: cache_aware_lm
     found: set[str] = set()
     frontier = [own]
     while frontier:

@@ -70,6 +70,14 @@ VARIABLES: dict[str, Variable] = {
             "cache_aware_lm",
             ("make_test_model", "make_eos_test_model"),
         ),
+        Variable(  # M03's advanced branch: the cache-aware contract over an M02-shaped model
+            "CACHE_AWARE_MODERN_MODULE",
+            "cache_aware_modern",
+            "cache_aware_lm.advanced",
+            ("make_test_model", "make_eos_test_model"),
+            ("cache_aware_modern", "m03"),
+            tests="packages/cache_aware_lm/tests",
+        ),
         Variable("KV_CACHE_MODULE", "kv_cache", "kv_cache", ("append_kv_cache", "KVCache")),
         Variable(
             "PREFIX_CACHE_MODULE",
