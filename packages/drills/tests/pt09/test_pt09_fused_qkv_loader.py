@@ -69,12 +69,13 @@ def test_the_constructor_and_the_loader_take_their_arguments_by_position_and_nam
 def test_the_fused_rows_are_q_then_k_then_v(split):
     q_rows, kv_rows = SPLITS[split]
     module, state = build(q_rows, kv_rows), checkpoint(q_rows, kv_rows)
+    # the oracle first: the call's writes cannot reach it
+    want = torch.cat([state[f"{p}.weight"] for p in PARTS])
 
     load(module, state)
 
     weight = module.qkv.weight
     assert tuple(weight.shape) == (q_rows + 2 * kv_rows, IN), tuple(weight.shape)
-    want = torch.cat([state[f"{p}.weight"] for p in PARTS])
     assert torch.equal(weight.detach(), want), f"{split}: the fused rows are not Q, K, V"
 
 
@@ -85,21 +86,24 @@ def test_the_fused_projection_equals_three_separate_linears(split, bias):
     q_rows, kv_rows = SPLITS[split]
     module, state = build(q_rows, kv_rows, bias), checkpoint(q_rows, kv_rows, bias)
     x = seeded(2, 3, IN, seed=7)
+    # the oracle first: the call's writes cannot reach it
+    want = separate_linears(x, state)
 
     load(module, state)
 
     got = module(x)
     assert tuple(got.shape) == (2, 3, q_rows + 2 * kv_rows), tuple(got.shape)
-    assert_close(got, separate_linears(x, state), f"{split}, bias={bias}")
+    assert_close(got, want, f"{split}, bias={bias}")
 
 
 @pytest.mark.clause("PT09.4")
 def test_a_biased_module_takes_the_three_biases_in_order():
     module, state = build(), checkpoint()
+    # the oracle first: the call's writes cannot reach it
+    want = torch.cat([state[f"{p}.bias"] for p in PARTS])
 
     load(module, state)
 
-    want = torch.cat([state[f"{p}.bias"] for p in PARTS])
     assert torch.equal(module.qkv.bias.detach(), want), "the fused bias is not Q, K, V"
 
 
@@ -235,11 +239,13 @@ def test_a_declared_transposed_checkpoint_loads_as_its_linears():
     state = conv1d_checkpoint()
     module = build()
     x = seeded(3, IN, seed=6)
+    # the oracle first: the call's writes cannot reach it
+    as_linears = {k: (v.T if k.endswith(".weight") else v) for k, v in state.items()}
+    want = separate_linears(x, as_linears)
 
     load(module, state, transposed=True)
 
-    as_linears = {k: (v.T if k.endswith(".weight") else v) for k, v in state.items()}
-    assert_close(module(x), separate_linears(x, as_linears), "Conv1D-style checkpoint")
+    assert_close(module(x), want, "Conv1D-style checkpoint")
 
 
 @pytest.mark.clause("PT09.9")

@@ -41,8 +41,9 @@ def layer(out_features: int, in_features: int, seed: int, with_bias: bool = True
 
 
 def check_gathered(x, weight, bias, world_size: int, what: str) -> None:
-    got = drill.column_parallel_linear(x, weight, bias, world_size)
+    # the oracle first: the call's writes cannot reach it
     want = oracle(x, weight, bias)
+    got = drill.column_parallel_linear(x, weight, bias, world_size)
     assert isinstance(got, torch.Tensor), f"{what}: gather=True returned {type(got).__name__}"
     assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)}, want {tuple(want.shape)}"
     assert got.dtype == x.dtype, f"{what}: dtype {got.dtype}, x is {x.dtype}"
@@ -50,11 +51,12 @@ def check_gathered(x, weight, bias, world_size: int, what: str) -> None:
 
 
 def check_local(x, weight, bias, world_size: int, what: str) -> list[torch.Tensor]:
+    # the oracle first: the call's writes cannot reach it
+    wants = [oracle(x, *rank_block(weight, bias, world_size, r)) for r in range(world_size)]
     local = drill.column_parallel_linear(x, weight, bias, world_size, gather=False)
     assert isinstance(local, (list, tuple)), f"{what}: gather=False gave {type(local).__name__}"
     assert len(local) == world_size, f"{what}: {len(local)} local outputs for {world_size} ranks"
-    for rank, got in enumerate(local):
-        want = oracle(x, *rank_block(weight, bias, world_size, rank))
+    for rank, (got, want) in enumerate(zip(local, wants, strict=True)):
         assert got.shape == want.shape, f"{what}: rank {rank} shape {tuple(got.shape)}"
         assert torch.allclose(got.double(), want, **TOL), (
             f"{what}: rank {rank}'s output is not F.linear on its own rows of weight and bias"
@@ -94,10 +96,12 @@ def test_each_rank_without_a_bias():
 def test_gathering_the_local_outputs_in_rank_order_is_the_gathered_output(world_size):
     x = seeded(3, 4, seed=9)
     weight, bias = layer(8, 4, seed=10)
+    # the oracle first: the call's writes cannot reach it
+    want = oracle(x, weight, bias)
     local = drill.column_parallel_linear(x, weight, bias, world_size, gather=False)
     gathered = drill.column_parallel_linear(x, weight, bias, world_size, gather=True)
     assert torch.equal(torch.cat(list(local), dim=-1), gathered), "gather is not cat(local, -1)"
-    assert torch.allclose(gathered.double(), oracle(x, weight, bias), **TOL)
+    assert torch.allclose(gathered.double(), want, **TOL)
 
 
 @pytest.mark.clause("PT36.2", "PT36.4")
@@ -119,11 +123,15 @@ def test_the_output_keeps_xs_dtype(dtype):
 
 @pytest.mark.clause("PT36.4", "PT36.5")
 def test_a_noncontiguous_weight_and_x_are_read_by_their_logical_layout():
-    x = seeded(5, 3, seed=15).t()  # [3, 5], transposed
-    weight = seeded(5, 8, seed=16).t()  # [8, 5], transposed
-    bias = seeded(16, seed=17)[::2]  # [8], stride 2
-    check_gathered(x, weight, bias, 4, "transposed x and weight, strided bias")
-    check_local(x, weight, bias, 4, "transposed x and weight, strided bias")
+    def strided_inputs():
+        """Fresh for each call, so one call's writes cannot reach the next check."""
+        x = seeded(5, 3, seed=15).t()  # [3, 5], transposed
+        weight = seeded(5, 8, seed=16).t()  # [8, 5], transposed
+        bias = seeded(16, seed=17)[::2]  # [8], stride 2
+        return x, weight, bias
+
+    check_gathered(*strided_inputs(), 4, "transposed x and weight, strided bias")
+    check_local(*strided_inputs(), 4, "transposed x and weight, strided bias")
 
 
 @pytest.mark.clause("PT36.4", "PT36.5")
@@ -135,10 +143,14 @@ def test_any_small_layer_on_any_rank_count(data):
     in_features = data.draw(st.integers(1, 5), label="I")
     seed = data.draw(st.integers(0, 2**16), label="seed")
     with_bias = data.draw(st.booleans(), label="bias")
-    x = seeded(2, in_features, seed=seed)
-    weight, bias = layer(world_size * rows, in_features, seed + 1, with_bias)
-    check_gathered(x, weight, bias, world_size, f"R={world_size}")
-    check_local(x, weight, bias, world_size, f"R={world_size}")
+
+    def fresh_inputs():
+        """Fresh for each call, so one call's writes cannot reach the next check."""
+        x = seeded(2, in_features, seed=seed)
+        return (x, *layer(world_size * rows, in_features, seed + 1, with_bias))
+
+    check_gathered(*fresh_inputs(), world_size, f"R={world_size}")
+    check_local(*fresh_inputs(), world_size, f"R={world_size}")
 
 
 @pytest.mark.clause("PT36.8")
@@ -158,8 +170,9 @@ def test_the_arguments_bind_by_name_in_this_projects_order():
     assert_binds(drill.column_parallel_linear, x, weight, bias, 2, False)
     assert_binds(drill.column_parallel_linear, gather=True, world_size=2, bias=bias,
                  weight=weight, x=x)  # fmt: skip
+    want = oracle(x, weight, bias)  # before the call: its writes cannot reach it
     by_name = drill.column_parallel_linear(world_size=2, bias=bias, weight=weight, x=x)
-    assert torch.allclose(by_name.double(), oracle(x, weight, bias), **TOL), "called by name"
+    assert torch.allclose(by_name.double(), want, **TOL), "called by name"
 
 
 # ---- rejection: valid in every respect but one, before any work ----

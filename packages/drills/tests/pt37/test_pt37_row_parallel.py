@@ -41,13 +41,14 @@ def layer(out_features: int, in_features: int, seed: int, with_bias: bool = True
 
 
 def check(x_given, x_whole, weight, bias, world_size: int, what: str) -> torch.Tensor:
-    got = drill.row_parallel_linear(x_given, weight, bias, world_size)
+    # the oracle first: the call's writes cannot reach it
     want = oracle(x_whole, weight, bias)
+    every_rank = None if bias is None else want + (world_size - 1) * bias.double()
+    got = drill.row_parallel_linear(x_given, weight, bias, world_size)
     assert isinstance(got, torch.Tensor), f"{what}: returned {type(got).__name__}"
     assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)}, want {tuple(want.shape)}"
     assert got.dtype == x_whole.dtype, f"{what}: dtype {got.dtype}, x is {x_whole.dtype}"
-    if bias is not None and world_size > 1 and want.numel():
-        every_rank = want + (world_size - 1) * bias.double()
+    if every_rank is not None and world_size > 1 and want.numel():
         assert not torch.allclose(got.double(), every_rank, **TOL), (
             f"{what}: the bias was added on all {world_size} ranks before the sum"
         )
@@ -162,5 +163,6 @@ def test_the_arguments_bind_by_name_in_this_projects_order():
     weight, bias = layer(3, 4, seed=21)
     assert_binds(drill.row_parallel_linear, x, weight, bias, 2)
     assert_binds(drill.row_parallel_linear, world_size=2, bias=bias, weight=weight, x=x)
+    want = oracle(x, weight, bias)  # before the call: its writes cannot reach it
     by_name = drill.row_parallel_linear(world_size=2, bias=bias, weight=weight, x=x)
-    assert torch.allclose(by_name.double(), oracle(x, weight, bias), **TOL), "called by name"
+    assert torch.allclose(by_name.double(), want, **TOL), "called by name"

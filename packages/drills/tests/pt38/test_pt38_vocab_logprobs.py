@@ -34,8 +34,9 @@ def oracle(full: torch.Tensor, targets: torch.Tensor, valid=None) -> torch.Tenso
 
 def check(full, widths, targets, what, valid=None, tol=TOL) -> torch.Tensor:
     shards = list(full.split(widths, dim=-1))
-    got = drill.vocab_parallel_logprobs(shards, targets, valid)
+    # the oracle first: the call's writes cannot reach it
     want = oracle(full, targets, valid)
+    got = drill.vocab_parallel_logprobs(shards, targets, valid)
     assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)}, want {tuple(want.shape)}"
     assert got.dtype == torch.float32, f"{what}: logprobs are {got.dtype}, want float32"
     assert torch.allclose(got.double(), want, **tol), f"{what}:\n{got}\nwant\n{want}"
@@ -98,8 +99,12 @@ def test_masked_positions_give_zero_and_their_targets_are_not_read():
 def test_every_position_masked_and_none_masked():
     full = seeded(3, 6, seed=5)
     targets = long([1, 4, 5])
+    # a copy before the first call: its writes cannot reach the second check
+    full_given = full.clone()
     check(full, [3, 3], targets, "none masked", valid=torch.ones(3, dtype=torch.bool))
-    check(full, [3, 3], long([-5, 9, 99]), "all masked", valid=torch.zeros(3, dtype=torch.bool))
+    check(
+        full_given, [3, 3], long([-5, 9, 99]), "all masked", valid=torch.zeros(3, dtype=torch.bool)
+    )
 
 
 @pytest.mark.clause("PT38.7")
@@ -108,13 +113,15 @@ def test_a_ranks_statistics(offset):
     shard = seeded(4, 5, seed=6 + offset) * 4
     global_max = shard.double().amax(dim=-1) + 1.5  # another shard held a larger logit
     targets = long([offset + 1, offset + 4, offset - 1, offset + 5])  # rows 2, 3 elsewhere
-    got_max = drill.shard_max(shard)
-    assert got_max.dtype == torch.float32 and torch.equal(got_max, shard.amax(dim=-1))
-    exp_sum, target_logit = drill.shard_sums(shard, targets, offset, global_max.float())
+    # the oracle first: the call's writes cannot reach it
+    want_max = shard.amax(dim=-1)
     want_sum = (shard.double() - global_max[:, None]).exp().sum(dim=-1)
+    want_target = torch.stack([shard[0, 1], shard[1, 4], shard.new_zeros(()), shard.new_zeros(())])
+    got_max = drill.shard_max(shard)
+    assert got_max.dtype == torch.float32 and torch.equal(got_max, want_max)
+    exp_sum, target_logit = drill.shard_sums(shard, targets, offset, global_max.float())
     assert exp_sum.dtype == torch.float32 and target_logit.dtype == torch.float32
     assert torch.allclose(exp_sum.double(), want_sum, **TOL), f"exp-sum {exp_sum}"
-    want_target = torch.stack([shard[0, 1], shard[1, 4], shard.new_zeros(()), shard.new_zeros(())])
     assert torch.equal(target_logit, want_target), f"target logits {target_logit}"
 
 
@@ -168,8 +175,9 @@ def test_the_arguments_bind_by_name_in_this_projects_order():
     assert_binds(drill.shard_sums, shards[1], targets, 3, full.amax(dim=-1))
     assert_binds(drill.shard_sums, global_max=full.amax(-1), offset=3, targets=targets,
                  shard=shards[1])  # fmt: skip
+    want = oracle(full, targets)  # before the call: its writes cannot reach it
     got = drill.vocab_parallel_logprobs(targets=targets, shards=shards)
-    assert torch.allclose(got.double(), oracle(full, targets), **TOL), "called by name"
+    assert torch.allclose(got.double(), want, **TOL), "called by name"
 
 
 # ---- rejection: valid in every respect but one, before any work ----
