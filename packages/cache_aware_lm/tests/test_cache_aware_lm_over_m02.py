@@ -3,12 +3,16 @@
 The candidate is `CACHE_AWARE_MODERN_MODULE` (default `cache_aware_lm.advanced`); the cache
 contract itself (the ten checks) is the rest of this folder's contract suite, which runs on
 this candidate when it is swapped. Here every expectation is computed in the test process,
-before the candidate's call: M02's reference model (`modern_lm.ModernLM`) loaded with the
-candidate's own state dict, and the decomposed oracle of `gptlab_testkit.models` (RMSNorm,
-split-half RoPE at absolute positions, the decoder layer) for the cached keys and values.
+before the candidate's call, from the candidate's own state dict, by M02's arithmetic
+written out in `gptlab_testkit.models` (RMSNorm, split-half RoPE at absolute positions, the
+decoder layer): the logits `modern_lm.ModernLM` gives on those weights, and the cached keys
+and values. Suites reach sibling packages only through candidate variables, so the oracle
+is that arithmetic, not modern_lm's module.
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -17,14 +21,13 @@ from torch import Tensor
 from gptlab_testkit import assert_close, test_device
 from gptlab_testkit.candidates import candidate
 from gptlab_testkit.models import checkpoint_shapes, decoder_layer, rms_norm, rope
-from modern_lm import ModernLM, ModernLMConfig
 
 pytestmark = [pytest.mark.contract]
 
 VARIABLE = "CACHE_AWARE_MODERN_MODULE"
 FACTORIES = ("make_test_model", "make_eos_test_model")
 # The test models' sizes (M03.2) and M02's defaults for the two numbers no key holds.
-M02_CONFIG = ModernLMConfig(
+M02_CONFIG = SimpleNamespace(
     vocab_size=16,
     hidden_size=32,
     num_hidden_layers=2,
@@ -60,11 +63,14 @@ def _m02_state(model) -> dict[str, Tensor]:
     return state
 
 
-def _reference(state: dict[str, Tensor]) -> ModernLM:
-    """M02's reference with these weights (untied: a tied candidate's two keys hold one tensor)."""
-    reference = ModernLM(M02_CONFIG).to(test_device())
-    reference.load_state_dict(state)
-    return reference.eval()
+def _m02_logits(state: dict[str, Tensor], ids: Tensor, positions: Tensor) -> Tensor:
+    """M02's logits from these weights, its arithmetic written out: embed, the pre-norm
+    layers, the final RMSNorm, the head (untied: a tied candidate's two keys hold one tensor)."""
+    x = state["model.embed_tokens.weight"][ids]
+    for index in range(M02_CONFIG.num_hidden_layers):
+        x = decoder_layer(M02_CONFIG, state, index, x, positions)
+    x = rms_norm(x, state["model.norm.weight"], M02_CONFIG.rms_norm_eps)
+    return x @ state["lm_head.weight"].T
 
 
 def _batch(seed: int, origins: list[int] = ORIGINS, length: int = LENGTH):
@@ -161,7 +167,7 @@ def test_uncached_logits_equal_m02s_on_the_same_weights(factory):
     state = _m02_state(model)
     ids, positions = _batch(seed=11)
     with torch.no_grad():
-        expected = _reference(state)(ids, positions).logits
+        expected = _m02_logits(state, ids, positions)
     assert_close(model(ids, positions).logits, expected, f"{factory}() logits vs M02's")
 
 
@@ -235,7 +241,6 @@ def _continue_an_m02_cache(new_tokens: int, seed: int) -> None:
     padding poisoned; the candidate's logits for the new tokens must be M02's full-row ones."""
     model = _build()
     state = _m02_state(model)
-    reference = _reference(state)
     device = test_device()
     lengths, origins = [5, 2], [7, 3]
     storage = max(lengths) + 2
@@ -244,7 +249,7 @@ def _continue_an_m02_cache(new_tokens: int, seed: int) -> None:
     expected, layers = [], []
     with torch.no_grad():
         for (ids, positions), length in zip(rows, lengths, strict=True):
-            expected.append(reference(ids, positions).logits[:, length:])
+            expected.append(_m02_logits(state, ids, positions)[:, length:])
             layers.append(_oracle_kv(state, ids[:, :length], positions[:, :length]))
     past = []
     for index in range(M02_CONFIG.num_hidden_layers):
